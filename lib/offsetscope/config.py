@@ -1,0 +1,238 @@
+"""Configuration: ``conf/base.toml`` overlaid by ``conf/<env>.toml``, loaded once into frozen dataclasses.
+
+Only entry points call :func:`load`; everything else receives the resulting :class:`Config`.
+The loader is generic: each section is a frozen dataclass, and the TOML tree is mapped onto the
+dataclass tree by field name and type hint. Unknown keys, missing keys without a default, and
+values of the wrong type fail at load time with :class:`InvalidConfigError` naming the dotted key
+path (for example ``sources.kafka.starting_offsets``), so a typo never becomes a silent default.
+
+Secrets are never values in ``conf/``: a setting that holds a secret is written as a reference
+(``"env:NAME"`` or ``"secret:scope/key"``) and resolved by :mod:`offsetscope.secrets` at the edge.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class InvalidConfigError(ValueError):
+    """A configuration file or value is invalid; ``key_path`` names the offending key."""
+
+    def __init__(self, key_path: str, message: str) -> None:
+        super().__init__(f"config key {key_path or '<root>'}: {message}")
+        self.key_path = key_path
+
+
+# --------------------------------------------------------------------------- sections
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaSourceConfig:
+    """Spark's Kafka source on a real cluster's internal topics."""
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    offsets_topic: str = "__consumer_offsets"
+    transaction_topic: str = "__transaction_state"
+    starting_offsets: str = "earliest"
+    # Bounds the first catch-up batch on a big cluster.
+    max_offsets_per_trigger: int = 500_000
+    # Compaction removes records under a stale checkpoint; the pipeline audits what it skipped.
+    fail_on_data_loss: bool = False
+    isolation_level: str = "read_committed"
+    # Extra consumer properties passed through verbatim (security settings, timeouts).
+    # Values may be secret references ("env:NAME").
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.isolation_level not in ("read_committed", "read_uncommitted"):
+            raise InvalidConfigError("isolation_level", f"unknown level {self.isolation_level!r}")
+        if self.max_offsets_per_trigger <= 0:
+            raise InvalidConfigError("max_offsets_per_trigger", "must be positive")
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentSourceConfig:
+    """A Kafka log directory (bundled coordinator output, or segments copied off a broker)."""
+
+    log_dir: str = ".work/logdir"
+    # Records per micro-batch when catching up.
+    max_records_per_trigger: int = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class SourcesConfig:
+    kind: str = "segments"
+    kafka: KafkaSourceConfig = field(default_factory=KafkaSourceConfig)
+    segments: SegmentSourceConfig = field(default_factory=SegmentSourceConfig)
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("kafka", "segments"):
+            raise InvalidConfigError("kind", f"must be 'kafka' or 'segments', not {self.kind!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class StorageConfig:
+    """Where tables and checkpoints live, and the catalog schema they are registered in."""
+
+    catalog: str = ""
+    schema: str = "offsetscope"
+    warehouse_dir: str = ".work/warehouse"
+    checkpoint_dir: str = ".work/checkpoints"
+    metastore_dir: str = ".work/metastore"
+
+
+@dataclass(frozen=True, slots=True)
+class SparkConfig:
+    master: str = "local[2]"
+    app_name: str = "offsetscope"
+    shuffle_partitions: int = 4
+    jars_dir: str = "build/jvm/spark"
+    conf: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    env: str = "base"
+    sources: SourcesConfig = field(default_factory=SourcesConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
+    spark: SparkConfig = field(default_factory=SparkConfig)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def default_conf_dir() -> Path:
+    """The repository's ``conf/`` folder (overridable with ``OFFSETSCOPE_CONF_DIR``)."""
+    override = os.environ.get("OFFSETSCOPE_CONF_DIR")
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parents[2] / "conf"
+
+
+def load(env: str = "local", conf_dir: Path | None = None, extra: Path | None = None) -> Config:
+    """Load ``base.toml``, overlay ``<env>.toml`` and an optional extra file, and validate.
+
+    Args:
+        env: environment name; ``conf/<env>.toml`` must exist unless ``env`` is ``base``.
+        conf_dir: folder holding the TOML files (default: the repository's ``conf/``).
+        extra: a further TOML file overlaid last (a job's ``--conf``).
+
+    Raises:
+        InvalidConfigError: a file is missing or unparsable, or a key is unknown or mistyped.
+    """
+    folder = conf_dir or default_conf_dir()
+    tree = _read_toml(folder / "base.toml")
+    if env != "base":
+        tree = merge(tree, _read_toml(folder / f"{env}.toml"))
+    if extra is not None:
+        tree = merge(tree, _read_toml(extra))
+    tree = {**tree, "env": env}
+    return from_mapping(Config, tree)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise InvalidConfigError("", f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidConfigError("", f"{path} is not valid TOML: {exc}") from None
+
+
+def merge(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    """Deep-merge two TOML trees; tables merge key by key, everything else is replaced."""
+    out = dict(base)
+    for key, value in overlay.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def from_mapping(cls: type[T], data: Mapping[str, Any], path: str = "") -> T:
+    """Build the frozen dataclass ``cls`` from a mapping, checking keys and types recursively."""
+    if not isinstance(data, Mapping):
+        raise InvalidConfigError(path, f"expected a table, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        where = _join(path, unknown[0])
+        raise InvalidConfigError(where, f"unknown key (known: {', '.join(sorted(fields))})")
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        kwargs[name] = _coerce(hints[name], value, _join(path, name))
+    missing = [
+        n
+        for n, f in fields.items()
+        if n not in kwargs
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        raise InvalidConfigError(_join(path, missing[0]), "required key is missing")
+    try:
+        return cls(**kwargs)
+    except InvalidConfigError as exc:
+        # __post_init__ validators name the key relative to their section.
+        raise InvalidConfigError(_join(path, exc.key_path), str(exc).split(": ", 1)[1]) from None
+
+
+def _coerce(hint: Any, value: Any, path: str) -> Any:
+    origin = typing.get_origin(hint)
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return from_mapping(hint, value, path)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(hint)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return _coerce(option, value, path)
+            except InvalidConfigError as exc:
+                errors.append(str(exc))
+        raise InvalidConfigError(path, f"no alternative of {hint} accepts {value!r}")
+    if origin in (Mapping, dict) or hint in (Mapping, dict):
+        if not isinstance(value, Mapping):
+            raise InvalidConfigError(path, f"expected a table, got {type(value).__name__}")
+        args = typing.get_args(hint) or (str, Any)
+        return {
+            _coerce(args[0], k, _join(path, str(k))): _coerce(args[1], v, _join(path, str(k)))
+            for k, v in value.items()
+        }
+    if origin in (tuple, list) or hint in (tuple, list):
+        if not isinstance(value, list):
+            raise InvalidConfigError(path, f"expected an array, got {type(value).__name__}")
+        args = typing.get_args(hint)
+        item = args[0] if args else Any
+        return tuple(_coerce(item, v, f"{path}[{i}]") for i, v in enumerate(value))
+    if hint is Any:
+        return value
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if hint is int and isinstance(value, bool):
+        raise InvalidConfigError(path, f"expected int, got bool {value!r}")
+    if isinstance(hint, type) and not isinstance(value, hint):
+        raise InvalidConfigError(path, f"expected {hint.__name__}, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _join(path: str, name: str) -> str:
+    if not name:
+        return path
+    return f"{path}.{name}" if path else name
