@@ -1,0 +1,1 @@
+"""The bundled coordinator: Kafka group and transaction coordinators, deterministic."""
