@@ -1,4 +1,4 @@
-"""Configuration: ``conf/base.toml`` overlaid by ``conf/<env>.toml``, loaded once into frozen dataclasses.
+"""Configuration: ``conf/base.toml`` overlaid by ``conf/<env>.toml``, as frozen dataclasses.
 
 Only entry points call :func:`load`; everything else receives the resulting :class:`Config`.
 The loader is generic: each section is a frozen dataclass, and the TOML tree is mapped onto the
@@ -228,7 +228,8 @@ def _coerce(hint: Any, value: Any, path: str) -> Any:
     if hint is int and isinstance(value, bool):
         raise InvalidConfigError(path, f"expected int, got bool {value!r}")
     if isinstance(hint, type) and not isinstance(value, hint):
-        raise InvalidConfigError(path, f"expected {hint.__name__}, got {type(value).__name__} {value!r}")
+        got = f"{type(value).__name__} {value!r}"
+        raise InvalidConfigError(path, f"expected {hint.__name__}, got {got}")
     return value
 
 

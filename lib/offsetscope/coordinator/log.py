@@ -110,7 +110,7 @@ class PartitionLog:
         return batch
 
     def end_transaction(self, producer_id: int, *, marker_offset: int, committed: bool) -> None:
-        """Close ``producer_id``'s open transaction once its marker was appended at ``marker_offset``."""
+        """Close ``producer_id``'s open transaction; its marker sits at ``marker_offset``."""
         first = self.open_txns.pop(producer_id, None)
         if first is not None and not committed:
             self.aborted.append(

@@ -1,8 +1,9 @@
 """One error hierarchy for everything that turns bytes into records.
 
-Every :class:`DecodeError` carries the *field path* where decoding failed (``value.members[2].memberId``,
-``batch.records[5].valueLength``) and the *byte offset* into the buffer being decoded, as
-attributes, so the pipeline can put them in the quarantine table and the CLI can print them.
+Every :class:`DecodeError` carries the *field path* where decoding failed
+(``value.members[2].memberId``, ``batch.records[5].valueLength``) and the *byte offset* into
+the buffer being decoded, as attributes, so the pipeline can put them in the quarantine table
+and the CLI can print them.
 
 Two policies sit on top (see ``DESIGN.md``): an unknown record type is not an error for the
 pipeline (Kafka logs and skips it; we keep it as an ``unknown`` row), every other subclass here
