@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from golden import KONSUMER_GM01_ASG, KONSUMER_GM01_SUB, arr, by, i16, i32, s
+
 from offsetscope.protocol import consumer_protocol as cp
 from offsetscope.protocol import errors
 from offsetscope.protocol.json_format import kafka_blob_json

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from golden import GOLDEN, OC_KEY, Golden, i16, i32, s
+
 from offsetscope.protocol import codec, errors
 from offsetscope.protocol.records import CoordinatorRecord, UnknownRecord
 from offsetscope.protocol.registry import RECORD_TYPES
