@@ -15,7 +15,8 @@ and whose offset is relative to that buffer.
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from offsetscope.protocol import errors
@@ -40,7 +41,7 @@ def decode_record(topic: str, key: bytes | None, value: bytes | None) -> Decoded
     Raises:
         DecodeError: the bytes are malformed; ``path``/``offset`` say where.
     """
-    types = BY_TOPIC.get(topic)
+    types = _READERS.get(topic)
     if types is None:
         raise ValueError(f"{topic!r} is not an internal topic ({', '.join(INTERNAL_TOPICS)})")
     if key is None:
@@ -48,8 +49,8 @@ def decode_record(topic: str, key: bytes | None, value: bytes | None) -> Decoded
     if len(key) < 2:
         raise errors.TruncatedError("key.recordType", 0, 2, len(key))
     (type_id,) = _INT16.unpack_from(key, 0)
-    rt = types.get(type_id)
-    if rt is None:
+    readers = types.get(type_id)
+    if readers is None:
         return UnknownRecord(
             topic,
             type_id,
@@ -58,13 +59,15 @@ def decode_record(topic: str, key: bytes | None, value: bytes | None) -> Decoded
             _opt_bytes(value),
             f"unknown record type {type_id}",
         )
-    key_data = _decode_body(rt.key, 0, key, "key")
+    rt = readers.record_type
+    key_data = _run(readers.key, key, "key", rt.key.name, 0)
     if value is None:
         return CoordinatorRecord(topic, type_id, rt.key.name, key_data, None, None, None)
     if len(value) < 2:
         raise errors.TruncatedError("value.version", 0, 2, len(value))
     (version,) = _INT16.unpack_from(value, 0)
-    if version not in rt.value.valid_range:
+    reader = readers.values.get(version)
+    if reader is None:
         return UnknownRecord(
             topic,
             type_id,
@@ -73,22 +76,47 @@ def decode_record(topic: str, key: bytes | None, value: bytes | None) -> Decoded
             bytes(value),
             f"{rt.value.name} has no version {version} (known: {rt.value.valid})",
         )
-    value_data = _decode_body(rt.value, version, value, "value")
+    value_data = _run(reader, value, "value", rt.value.name, version)
     return CoordinatorRecord(
         topic, type_id, rt.key.name, key_data, rt.value.name, version, value_data
     )
 
 
-def _decode_body(message: Any, version: int, buf: bytes, side: str) -> dict[str, Any]:
+Reader = Callable[[bytes, int], tuple[dict[str, Any], int]]
+
+
+@dataclass(frozen=True, slots=True)
+class _TypeReaders:
+    record_type: RecordType
+    key: Reader
+    values: dict[int, Reader]
+
+
+def _build_readers() -> dict[str, dict[int, _TypeReaders]]:
+    out: dict[str, dict[int, _TypeReaders]] = {}
+    for topic, types in BY_TOPIC.items():
+        out[topic] = {
+            type_id: _TypeReaders(
+                rt, rt.key.reader(0), {v: rt.value.reader(v) for v in rt.value.versions}
+            )
+            for type_id, rt in types.items()
+        }
+    return out
+
+
+_READERS = _build_readers()
+
+
+def _run(reader: Reader, buf: bytes, side: str, name: str, version: int) -> dict[str, Any]:
     try:
-        data, pos = message.reader(version)(buf, 2)
+        data, pos = reader(buf, 2)
     except errors.DecodeError as exc:
         raise exc.relocated(side, 0) from None
     if pos != len(buf):
         raise errors.TrailingBytesError(
-            f"{len(buf) - pos} bytes left after {message.name} v{version}", side, pos
+            f"{len(buf) - pos} bytes left after {name} v{version}", side, pos
         )
-    return data  # type: ignore[no-any-return]
+    return data
 
 
 def _version_of(value: bytes | None) -> int | None:
