@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 import types
 import typing
@@ -100,12 +101,80 @@ class SparkConfig:
     conf: Mapping[str, str] = field(default_factory=dict)
 
 
+_HEAP_SIZE = re.compile(r"^[1-9][0-9]*[kKmMgG]$")
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    """The harness broker: one KRaft broker+controller JVM on loopback, for tests and the demo.
+
+    Run from the jars ``make install`` resolves (``jars_dir``); data, logs, the generated
+    ``server.properties`` and the chosen ports live under ``<work_dir>/<name>/``. The named
+    settings map to Kafka broker properties (named in the comments); ``properties`` adds or
+    overrides any other ``server.properties`` entry verbatim. Paths are relative to the project
+    root (the folder holding ``conf/``). See :mod:`offsetscope.harness.broker`.
+    """
+
+    jars_dir: str = "build/jvm/kafka"
+    # DumpLogSegments runs from its own classpath (see deploy/jvm/kafka-tools/pom.xml).
+    tools_jars_dir: str = "build/jvm/kafka-tools"
+    work_dir: str = ".work/kafka"
+    name: str = "default"
+    host: str = "127.0.0.1"
+    # 0 = choose a free port at the first start; chosen ports are kept in the work folder so a
+    # restart on the same data finds the same controller endpoint.
+    port: int = 0
+    controller_port: int = 0
+    # -Xmx of the broker JVM; the log cleaner's dedupe buffer must fit in it.
+    heap: str = "768m"
+    offsets_partitions: int = 3  # offsets.topic.num.partitions
+    transaction_partitions: int = 3  # transaction.state.log.num.partitions
+    group_initial_rebalance_delay_ms: int = 0  # group.initial.rebalance.delay.ms
+    group_min_session_timeout_ms: int = 1_000  # group.min.session.timeout.ms
+    group_max_session_timeout_ms: int = 300_000  # group.max.session.timeout.ms
+    offsets_retention_minutes: int = 10_080  # offsets.retention.minutes
+    offsets_retention_check_interval_ms: int = 1_000  # offsets.retention.check.interval.ms
+    # transaction.abort.timed.out.transaction.cleanup.interval.ms: how soon a timed-out
+    # transaction is aborted by the coordinator.
+    transaction_abort_timed_out_interval_ms: int = 1_000
+    # transaction.remove.expired.transaction.cleanup.interval.ms
+    transaction_remove_expired_interval_ms: int = 60_000
+    transactional_id_expiration_ms: int = 604_800_000  # transactional.id.expiration.ms
+    transaction_max_timeout_ms: int = 900_000  # transaction.max.timeout.ms
+    log_cleaner_dedupe_buffer_bytes: int = 16_777_216  # log.cleaner.dedupe.buffer.size
+    offsets_segment_bytes: int = 104_857_600  # offsets.topic.segment.bytes
+    transaction_segment_bytes: int = 104_857_600  # transaction.state.log.segment.bytes
+    # Off so a misspelt topic fails loudly instead of appearing with default settings.
+    auto_create_topics: bool = False  # auto.create.topics.enable
+    startup_timeout_s: float = 60.0
+    stop_timeout_s: float = 30.0
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.name or "/" in self.name or self.name in (".", ".."):
+            raise InvalidConfigError("name", f"must be a plain folder name, not {self.name!r}")
+        for key in ("port", "controller_port"):
+            value = getattr(self, key)
+            if not 0 <= value <= 65_535:
+                raise InvalidConfigError(key, f"{value} is not a port number (0 = choose one)")
+        if self.port and self.port == self.controller_port:
+            raise InvalidConfigError("controller_port", "must differ from port")
+        if not _HEAP_SIZE.match(self.heap):
+            raise InvalidConfigError("heap", f"{self.heap!r} is not a JVM size such as '768m'")
+        for key in ("offsets_partitions", "transaction_partitions"):
+            if getattr(self, key) < 1:
+                raise InvalidConfigError(key, "must be at least 1")
+        if self.startup_timeout_s <= 0 or self.stop_timeout_s <= 0:
+            raise InvalidConfigError("startup_timeout_s", "timeouts must be positive")
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     env: str = "base"
     sources: SourcesConfig = field(default_factory=SourcesConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
+    broker: BrokerConfig = field(default_factory=BrokerConfig)
 
 
 # --------------------------------------------------------------------------- loading

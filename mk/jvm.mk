@@ -1,0 +1,28 @@
+# JVM jars (deploy/jvm/pom.xml) resolved into build/jvm/{kafka,kafka-tools,spark}.
+#
+# Stamp-based: Maven runs only when a pom (or the pinned Python deps, which decide which jars
+# pyspark already ships) is newer than the stamp, so a second `make install` resolves nothing.
+# Each run starts from empty folders, so a jar dropped from a pom never lingers, and ends with
+# the classpath check (no artifact twice, nothing pyspark already has); the stamp is written
+# only if both succeed.
+JVM_DIR := build/jvm
+JVM_STAMP := $(JVM_DIR)/.resolved
+JVM_POMS := deploy/jvm/pom.xml $(wildcard deploy/jvm/*/pom.xml)
+MVN ?= mvn
+
+$(JVM_STAMP): $(JVM_POMS) requirements.lock | $(STAMP)
+	@command -v $(MVN) >/dev/null || { echo "jvm-jars: Maven ($(MVN)) is not installed" >&2; exit 1; }
+	rm -rf $(JVM_DIR)/kafka $(JVM_DIR)/kafka-tools $(JVM_DIR)/spark $(JVM_STAMP)
+	$(MVN) -q -B -Dstyle.color=never -f deploy/jvm/pom.xml package
+	$(PY) -m offsetscope.harness.jars check
+	@du -sh $(JVM_DIR)/kafka $(JVM_DIR)/kafka-tools $(JVM_DIR)/spark
+	touch $@
+
+jvm-jars: $(JVM_STAMP) ## resolve the Kafka, DumpLogSegments and Spark extra jars (Maven)
+
+jvm-clean: ## delete the resolved jars (the next install resolves again)
+	rm -rf $(JVM_DIR)
+
+install: jvm-jars
+
+.PHONY: jvm-jars jvm-clean
