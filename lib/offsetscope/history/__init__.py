@@ -1,0 +1,1 @@
+"""Pure folds: decoded events -> generations, transitions, sessions, transactions, lag."""
