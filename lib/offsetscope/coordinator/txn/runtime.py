@@ -45,7 +45,7 @@ from offsetscope.coordinator.txn.coordinator import (
     TransactionCoordinator,
 )
 from offsetscope.coordinator.txn.errors import Errors
-from offsetscope.coordinator.txn.events import TxnCause, TxnEvent
+from offsetscope.coordinator.txn.events import TxnEvent
 from offsetscope.coordinator.txn.metadata import TopicPartition
 from offsetscope.coordinator.txn.producer_ids import ProducerIdManager
 from offsetscope.coordinator.txn.state import TransactionState
@@ -420,8 +420,3 @@ class TxnRuntime:
             transaction_version=transaction_version,
             timestamp=timestamp,
         )
-
-
-def fenced_cause(cause: TxnCause) -> bool:
-    """Whether a cause is the coordinator aborting on its own (timeout or a new instance)."""
-    return cause in (TxnCause.TIMEOUT, TxnCause.FENCED_BY_NEW_INSTANCE)
