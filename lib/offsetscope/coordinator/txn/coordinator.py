@@ -28,7 +28,9 @@ Prepare* (markers carry the new epoch, the reply returns it); an exhausted epoch
 allowed from Empty/Complete* (PrepareAbort with no partitions); retries are recognised by epoch.
 Kafka fixes through 4.4 are followed: the fence of an ongoing V2 transaction bumps the epoch
 once, not twice (KAFKA-19367); a fence at an exhausted epoch also reserves a new producer id
-(KAFKA-20090); a late commit after a coordinator abort gets PRODUCER_FENCED (KAFKA-20785).
+(KAFKA-20090). Checked against a real 4.4.0 broker (Java producer, TV2; librdkafka, TV0): a
+commit that races the coordinator's timeout abort still gets INVALID_TXN_STATE in 4.4.0 (the
+PRODUCER_FENCED answer of KAFKA-20785 is not in that release).
 """
 
 from __future__ import annotations
@@ -595,9 +597,9 @@ class TransactionCoordinator:
         if state is _S.CompleteAbort:
             if not committed:
                 return fail(Errors.NONE) if is_retry else prepare(_S.PrepareAbort, True)
-            # A commit at a retry epoch after an abort: the coordinator aborted this transaction
-            # on its own (timeout); tell the client it was fenced, not that it is broken.
-            return fail(Errors.PRODUCER_FENCED if is_retry else Errors.INVALID_TXN_STATE)
+            # Also at a retry epoch: a commit racing the coordinator's own abort (timeout) gets
+            # INVALID_TXN_STATE in Kafka 4.4.0 (PRODUCER_FENCED only from KAFKA-20785 on).
+            return fail(Errors.INVALID_TXN_STATE)
         if state is _S.Empty:
             return fail(Errors.INVALID_TXN_STATE) if committed else prepare(_S.PrepareAbort, True)
         raise IllegalStateTransition(
