@@ -406,3 +406,54 @@ def test_same_scenario_same_bytes_and_events() -> None:
         TxnCause.CLIENT_ABORT,
         TxnCause.TIMEOUT,
     ]
+
+
+# ---------------------------------------------------------------------- with the group coordinator
+
+
+def test_transactional_offsets_resolve_through_the_group_coordinator() -> None:
+    from offsetscope.coordinator.group import messages as msg
+    from offsetscope.coordinator.group.config import GroupCoordinatorConfig
+    from offsetscope.coordinator.runtime import GroupCoordinatorRuntime
+    from offsetscope.coordinator.txn.runtime import GroupRuntimeMarkerSink
+
+    clock = VirtualClock(T0)
+    logs = LogStore()
+    logs.create_topic("out", 1)
+    groups = GroupCoordinatorRuntime(
+        logs, clock, GroupCoordinatorConfig(offsets_topic_partitions=4)
+    )
+    rt = TxnRuntime(clock=clock, logs=logs, offset_markers=GroupRuntimeMarkerSink(groups))
+
+    def fetch() -> int:
+        response = groups.fetch_offsets(
+            msg.OffsetFetchRequest("grp", (msg.OffsetFetchTopic("out", (0,)),))
+        )
+        return response.offsets()[("out", 0)].committed_offset
+
+    def txn_commit(offset: int, committed: bool) -> None:
+        r = rt.init_producer_id("app", 60_000)
+        assert (
+            rt.add_offsets_to_txn("app", r.producer_id, r.producer_epoch, "grp").error
+            is Errors.NONE
+        )
+        request = msg.TxnOffsetCommitRequest(
+            "app",
+            "grp",
+            r.producer_id,
+            r.producer_epoch,
+            (msg.OffsetCommitTopic("out", (msg.OffsetCommitPartition(0, offset),)),),
+        )
+        assert set(groups.txn_commit_offsets(request).errors().values()) == {Errors.NONE}
+        assert fetch() == (-1 if offset == 7 else 7)  # pending: not visible yet
+        assert rt.end_txn("app", r.producer_id, r.producer_epoch, committed=committed).error is (
+            Errors.NONE
+        )
+
+    txn_commit(7, committed=True)
+    assert fetch() == 7
+    txn_commit(9, committed=False)
+    assert fetch() == 7
+    offsets_log = logs.partition("__consumer_offsets", partition_for("grp", 4))
+    assert controls(offsets_log) == [(1, COMMIT_KEY, 0), (3, ABORT_KEY, 1)]
+    assert offsets_log.aborted == [AbortedTxn(0, 2, 3, 4)]

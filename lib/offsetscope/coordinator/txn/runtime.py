@@ -28,7 +28,7 @@ from enum import Enum
 from typing import Protocol
 
 from offsetscope.coordinator.clock import Clock
-from offsetscope.coordinator.log import LogRecord, LogStore
+from offsetscope.coordinator.log import Batch, LogRecord, LogStore
 from offsetscope.coordinator.producer_state import (
     MarkerResult,
     PartitionLeaders,
@@ -85,6 +85,53 @@ class TxnMarkerSink(Protocol):
     ) -> MarkerResult:
         """Append the marker and resolve pending offsets; return the partition's answer."""
         ...
+
+
+class GroupCoordinatorMarkers(Protocol):
+    """What :class:`GroupRuntimeMarkerSink` needs of the group coordinator runtime."""
+
+    def write_txn_marker(
+        self,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        committed: bool,
+    ) -> Batch:
+        """Append a COMMIT/ABORT control batch to an offsets partition and replay it."""
+        ...
+
+
+class GroupRuntimeMarkerSink:
+    """A :class:`TxnMarkerSink` that hands ``__consumer_offsets`` markers to the group runtime.
+
+    ``offsetscope.coordinator.runtime.GroupCoordinatorRuntime`` appends the control batch itself
+    and resolves the producer's pending transactional offsets (Kafka 4.x: the group coordinator
+    writes and replays that marker).
+    """
+
+    __slots__ = ("_group",)
+
+    def __init__(self, group: GroupCoordinatorMarkers) -> None:
+        self._group = group
+
+    def write_txn_marker(
+        self,
+        *,
+        topic: str,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        committed: bool,
+        coordinator_epoch: int,
+        transaction_version: int,
+        timestamp: int,
+    ) -> MarkerResult:
+        """Forward one marker; the group runtime stamps it with its own (shared) clock."""
+        batch = self._group.write_txn_marker(
+            partition, producer_id, producer_epoch, coordinator_epoch, committed
+        )
+        return MarkerResult(Errors.NONE, batch.base_offset)
 
 
 class MarkerWriteError(RuntimeError):
