@@ -457,3 +457,46 @@ def test_transactional_offsets_resolve_through_the_group_coordinator() -> None:
     offsets_log = logs.partition("__consumer_offsets", partition_for("grp", 4))
     assert controls(offsets_log) == [(1, COMMIT_KEY, 0), (3, ABORT_KEY, 1)]
     assert offsets_log.aborted == [AbortedTxn(0, 2, 3, 4)]
+
+
+def test_events_serialise_as_json_lines() -> None:
+    import json
+
+    from offsetscope.coordinator.txn.events import event_to_dict
+
+    rt, clock, _ = make()
+    r = rt.init_producer_id("app", 60_000)
+    rt.add_partitions_to_txn("app", r.producer_id, r.producer_epoch, [OUT1])
+    clock.advance(9)
+    rt.end_txn("app", r.producer_id, r.producer_epoch, committed=True)
+    lines = [json.loads(json.dumps(event_to_dict(e))) for e in rt.events]
+    assert lines[0] == {
+        "event": "transaction_state_changed",
+        "at_ms": T0,
+        "transactional_id": "app",
+        "producer_id": 0,
+        "producer_epoch": 0,
+        "from_state": None,
+        "to_state": "Empty",
+        "cause": "init_producer_id",
+        "persisted": True,
+    }
+    assert [(x["from_state"], x["to_state"]) for x in lines[1:4]] == [
+        ("Empty", "Ongoing"),
+        ("Ongoing", "PrepareCommit"),
+        ("PrepareCommit", "CompleteCommit"),
+    ]
+    assert lines[-1] == {
+        "event": "transaction_outcome",
+        "transactional_id": "app",
+        "producer_id": 0,
+        "producer_epoch": 0,
+        "outcome": "committed",
+        "cause": "client_commit",
+        "timed_out": False,
+        "fenced": False,
+        "started_ms": T0,
+        "decided_ms": T0 + 9,
+        "completed_ms": T0 + 9,
+        "partitions": [{"topic": "out", "partition": 1}],
+    }

@@ -40,6 +40,7 @@ from offsetscope.coordinator.txn.events import (
     TxnOutcome,
     TxnOutcomeKind,
     TxnStateChanged,
+    event_to_dict,
 )
 from offsetscope.coordinator.txn.metadata import TopicPartition, TransactionMetadata, TxnTransit
 from offsetscope.coordinator.txn.producer_ids import ProducerIdControl, ProducerIdManager
@@ -86,6 +87,7 @@ __all__ = [
     "TxnTransit",
     "UnknownTransactionStateError",
     "client_transaction_version",
+    "event_to_dict",
     "new_transaction_log_record",
     "new_transaction_log_tombstone",
 ]

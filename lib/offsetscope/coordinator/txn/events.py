@@ -90,3 +90,37 @@ class TxnOutcome:
 
 
 TxnEvent = TxnStateChanged | TxnOutcome
+
+
+def event_to_dict(event: TxnEvent) -> dict[str, object]:
+    """A JSON-ready view of an event (one ground-truth JSON line).
+
+    States are Kafka's names, causes and outcomes their lower-case values, partitions
+    ``{"topic", "partition"}`` objects; ``event`` says which kind of event it is.
+    """
+    if isinstance(event, TxnStateChanged):
+        return {
+            "event": "transaction_state_changed",
+            "at_ms": event.at_ms,
+            "transactional_id": event.transactional_id,
+            "producer_id": event.producer_id,
+            "producer_epoch": event.producer_epoch,
+            "from_state": None if event.from_state is None else event.from_state.name,
+            "to_state": event.to_state.name,
+            "cause": event.cause.value,
+            "persisted": event.persisted,
+        }
+    return {
+        "event": "transaction_outcome",
+        "transactional_id": event.transactional_id,
+        "producer_id": event.producer_id,
+        "producer_epoch": event.producer_epoch,
+        "outcome": event.outcome.value,
+        "cause": event.cause.value,
+        "timed_out": event.timed_out,
+        "fenced": event.fenced,
+        "started_ms": event.started_ms,
+        "decided_ms": event.decided_ms,
+        "completed_ms": event.completed_ms,
+        "partitions": [{"topic": tp.topic, "partition": tp.partition} for tp in event.partitions],
+    }
