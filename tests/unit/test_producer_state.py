@@ -20,6 +20,7 @@ from offsetscope.coordinator.producer_state import (
     increment_sequence,
 )
 from offsetscope.coordinator.txn.errors import Errors
+from offsetscope.protocol.log.control import EndTxnMarker
 
 PID = 4000
 T0 = 1_700_000_000_000
@@ -186,6 +187,7 @@ def test_commit_marker_closes_the_transaction(leader: PartitionLeader) -> None:
     assert rec.key == bytes.fromhex("0000 0001")  # version 0, type COMMIT
     assert rec.value == bytes.fromhex("0000 00000005")  # version 0, coordinator epoch 5
     assert rec.timestamp == T0 + 99
+    assert EndTxnMarker.decode(rec.key, rec.value) == EndTxnMarker(True, 5)
 
 
 def test_abort_marker_lists_the_aborted_transaction(leader: PartitionLeader) -> None:

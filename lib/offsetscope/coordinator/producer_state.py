@@ -38,13 +38,13 @@ producer never wrote to.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 
 from offsetscope.coordinator.log import LogRecord, LogStore, PartitionLog
 from offsetscope.coordinator.txn.errors import Errors
+from offsetscope.protocol.log.control import EndTxnMarker
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -52,11 +52,6 @@ NO_SEQUENCE = -1
 INT_MAX = 2_147_483_647
 # ProducerStateEntry.NUM_BATCHES_TO_RETAIN: how many batches a retry is recognised against.
 NUM_BATCHES_TO_RETAIN = 5
-
-CONTROL_ABORT = 0
-CONTROL_COMMIT = 1
-_CONTROL_KEY = struct.Struct(">hh")
-_END_TXN_MARKER = struct.Struct(">hi")
 
 
 class AppendOrigin(Enum):
@@ -82,9 +77,8 @@ def decrement_sequence(sequence: int, decrement: int) -> int:
 
 def control_record(committed: bool, coordinator_epoch: int, timestamp: int) -> LogRecord:
     """The single record of a COMMIT/ABORT control batch (key type + EndTxnMarker value)."""
-    key = _CONTROL_KEY.pack(0, CONTROL_COMMIT if committed else CONTROL_ABORT)
-    value = _END_TXN_MARKER.pack(0, coordinator_epoch)
-    return LogRecord(key=key, value=value, timestamp=timestamp)
+    marker = EndTxnMarker(committed=committed, coordinator_epoch=coordinator_epoch)
+    return LogRecord(key=marker.encode_key(), value=marker.encode_value(), timestamp=timestamp)
 
 
 @dataclass(frozen=True, slots=True)
