@@ -126,7 +126,7 @@ def test_aborted_transaction_is_indexed_and_releases_the_lso() -> None:
 
 
 def test_marker_delay_keeps_the_transaction_pending() -> None:
-    rt, clock, logs = make(marker_delay_ms=50)
+    rt, _clock, logs = make(marker_delay_ms=50)
     r = rt.init_producer_id("app-1", 60_000)
     rt.add_partitions_to_txn("app-1", r.producer_id, r.producer_epoch, [OUT0])
     send(rt, OUT0, 1, r.producer_id, r.producer_epoch, 0, transactional_id="app-1")
@@ -137,9 +137,9 @@ def test_marker_delay_keeps_the_transaction_pending() -> None:
     assert rt.init_producer_id("app-1", 60_000).error is Errors.CONCURRENT_TRANSACTIONS
     add = rt.add_partitions_to_txn("app-1", r.producer_id, r.producer_epoch, [OUT1])
     assert add.error is Errors.CONCURRENT_TRANSACTIONS
-    rt.run_until(clock, T0 + 49)
+    rt.run_until(T0 + 49)
     assert rt.coordinator.metadata("app-1").state is S.PrepareCommit  # type: ignore[union-attr]
-    rt.run_until(clock, T0 + 50)
+    rt.run_until(T0 + 50)
     assert rt.coordinator.metadata("app-1").state is S.CompleteCommit  # type: ignore[union-attr]
     assert out0.last_stable_offset == 2
     # The marker's record carries the time it was written.
@@ -236,13 +236,13 @@ def test_zombie_producer_is_fenced_everywhere() -> None:
 
 
 def test_timeout_check_aborts_on_its_period() -> None:
-    rt, clock, logs = make()
+    rt, _clock, logs = make()
     r = rt.init_producer_id("slow", 20_000)
     rt.add_partitions_to_txn("slow", r.producer_id, r.producer_epoch, [OUT0])
     send(rt, OUT0, 1, r.producer_id, r.producer_epoch, 0, transactional_id="slow")
-    rt.run_until(clock, T0 + 20_000)  # checks at +10 s and +20 s: not older than 20 s yet
+    rt.run_until(T0 + 20_000)  # checks at +10 s and +20 s: not older than 20 s yet
     assert rt.coordinator.metadata("slow").state is S.Ongoing  # type: ignore[union-attr]
-    rt.run_until(clock, T0 + 30_000)
+    rt.run_until(T0 + 30_000)
     meta = rt.coordinator.metadata("slow")
     assert meta is not None
     assert (meta.state, meta.producer_epoch) == (S.CompleteAbort, r.producer_epoch + 1)
@@ -268,7 +268,7 @@ def test_expiry_job_tombstones_idle_ids_in_one_batch_per_partition() -> None:
     rt.init_producer_id("b", 60_000)
     clock.advance(60_000)
     rt.init_producer_id("c", 60_000)
-    rt.run_until(clock, T0 + 7_200_000)
+    rt.run_until(T0 + 7_200_000)
     log = logs.partition("__transaction_state", 0)
     last = log.batches[-1]
     assert [(rec.value, rec.timestamp) for rec in last.records] == [
@@ -281,7 +281,7 @@ def test_expiry_job_tombstones_idle_ids_in_one_batch_per_partition() -> None:
         "b",
     ]
     assert rt.coordinator.transactional_ids() == ["c"]
-    rt.run_until(clock, T0 + 10_800_000)
+    rt.run_until(T0 + 10_800_000)
     assert rt.coordinator.transactional_ids() == []
 
 
@@ -377,7 +377,7 @@ def _run_scenario() -> tuple[list[Any], list[Any]]:
         clock.advance(3)
     rt.end_txn("a", 0, 0, committed=True)
     rt.end_txn("b", 1, 0, committed=False, client_transaction_version=2)
-    rt.run_until(clock, T0 + 40_000)  # 'c' times out
+    rt.run_until(T0 + 40_000)  # 'c' times out
     rt.init_producer_id("a", 15_000)
     dump = [
         (

@@ -165,8 +165,8 @@ class TxnRuntime:
     """Runs a :class:`TransactionCoordinator` against in-memory partition logs.
 
     Args:
-        clock: the injected clock (a :class:`~offsetscope.coordinator.clock.VirtualClock` in
-            scenarios and tests; :meth:`run_until` needs ``advance_to``).
+        clock: the injected clock (a :class:`~offsetscope.coordinator.clock.VirtualClock`):
+            :meth:`run_until` moves it from job to job.
         logs: the log store; ``__transaction_state`` is created with
             ``config.transaction_state_partitions`` partitions unless it exists.
         config: coordinator settings.
@@ -181,7 +181,7 @@ class TxnRuntime:
     def __init__(
         self,
         *,
-        clock: Clock,
+        clock: SteppableClock,
         logs: LogStore,
         config: TransactionCoordinatorConfig | None = None,
         producer_ids: ProducerIdManager | None = None,
@@ -359,15 +359,15 @@ class TxnRuntime:
         while self._jobs and self._jobs[0].deadline <= now:
             self._run(heapq.heappop(self._jobs))
 
-    def run_until(self, clock: SteppableClock, until_ms: int) -> None:
-        """Advance ``clock`` job by job up to ``until_ms``, running each job at its deadline."""
+    def run_until(self, until_ms: int) -> None:
+        """Advance the clock job by job up to ``until_ms``, running each job at its deadline."""
         while self._jobs and self._jobs[0].deadline <= until_ms:
             job = heapq.heappop(self._jobs)
-            if job.deadline > clock.now_ms():
-                clock.advance_to(job.deadline)
+            if job.deadline > self.clock.now_ms():
+                self.clock.advance_to(job.deadline)
             self._run(job)
-        if until_ms > clock.now_ms():
-            clock.advance_to(until_ms)
+        if until_ms > self.clock.now_ms():
+            self.clock.advance_to(until_ms)
 
     def _schedule(self, deadline: int, job: _Job, transactional_id: str = "") -> None:
         self._seq += 1
