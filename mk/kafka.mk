@@ -17,3 +17,8 @@ kafka-status: ## is the local Kafka broker running, and where
 	@$(PY) -m offsetscope.harness.broker status $(BROKER_ARGS)
 
 .PHONY: kafka-up kafka-down kafka-wipe kafka-status
+
+test-kafka-slow: install ## broker lifecycle tests (restart, CLI, no leaked JVM); not in make test
+	$(PY) -m pytest -m "kafka and slow" -q tests/kafka
+
+.PHONY: test-kafka-slow
