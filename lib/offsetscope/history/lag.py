@@ -1,0 +1,303 @@
+"""Consumer lag as of any time, from committed offsets and end-offset samples.
+
+Inputs: the ``offset_commits`` rows of :mod:`offsetscope.history.offsets` (only ``committed``
+ones count, at their ``effective_at``; a tombstone means "no committed offset") and
+``end_offsets`` samples (log start offset, high watermark, last stable offset, sample time) taken
+by the AdminClient (``ListOffsets`` earliest / latest / ``read_committed`` latest) or computed from
+data-topic segments.
+
+Rules, for one group, partition and time T (everything strictly "as of T": the latest commit
+effective at or before T, and the latest sample taken at or before T):
+
+* **records**: ``end - committed`` (never negative), where ``end`` is the last stable offset for
+  a ``read_committed`` group (records above it are invisible to it, so they are not lag; the
+  high watermark stands in when no LSO was sampled) and the high watermark otherwise;
+* **seconds**: how long ago the first unconsumed record (offset ``committed``) was appended:
+  exact when data-record timestamps per offset are available (the record's own timestamp, as
+  klag-exporter does), otherwise interpolated from the high-watermark samples (the time the log
+  end passed ``committed + 1``, linear between the two samples around it, as kafka-lag-exporter
+  does) or extrapolated backwards from the first two samples when the commit is older than the
+  sample history; 0 when caught up;
+* **data loss**: the committed offset is below the log start offset: the records in between were
+  deleted by retention before the group read them (``lost_records``).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from offsetscope.history.rows import EndOffsetSample, OffsetCommitRow, PartitionLagRow
+
+# (topic, partition, offset) -> timestamp of the first data record at or after that offset
+RecordTime = Callable[[str, int, int], int | None]
+GroupPartition = tuple[str, str, int]
+TopicPartitionKey = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class CommitPoint:
+    """A group's committed offset for a partition from ``at`` on (``offset`` None: removed)."""
+
+    group_id: str
+    topic: str
+    partition: int
+    offset: int | None
+    at: int
+    record_offset: int
+
+
+def commit_points(rows: Iterable[OffsetCommitRow]) -> list[CommitPoint]:
+    """The commits that became a group's offset, in effect order.
+
+    Pending, aborted, superseded and dropped transactional commits never do.
+    """
+    points = [
+        CommitPoint(r.group_id, r.topic, r.partition, r.offset, r.effective_at, r.record_offset)
+        for r in rows
+        if r.status == "committed" and r.effective_at is not None
+    ]
+    points.sort(key=lambda p: (p.group_id, p.topic, p.partition, p.at, p.record_offset))
+    return points
+
+
+def record_time_lookup(
+    timestamps: Mapping[TopicPartitionKey, Mapping[int, int]],
+) -> RecordTime:
+    """A :data:`RecordTime` over known data-record timestamps (offset -> timestamp per partition).
+
+    Offsets missing from the map (compacted away, or control records) resolve to the next
+    record that exists, which is the first record the group will actually read.
+    """
+    index = {tp: sorted(ts.items()) for tp, ts in timestamps.items()}
+
+    def lookup(topic: str, partition: int, offset: int) -> int | None:
+        entries = index.get((topic, partition))
+        if not entries:
+            return None
+        i = bisect.bisect_left(entries, (offset, -(2**63)))
+        return entries[i][1] if i < len(entries) else None
+
+    return lookup
+
+
+class LagIndex:
+    """Commit and end-offset histories, indexed so that lag as of any time is a lookup."""
+
+    def __init__(
+        self,
+        commits: Iterable[OffsetCommitRow | CommitPoint],
+        samples: Iterable[EndOffsetSample],
+    ) -> None:
+        rows = list(commits)
+        points = [p for p in rows if isinstance(p, CommitPoint)]
+        points += commit_points(r for r in rows if isinstance(r, OffsetCommitRow))
+        self._commits: dict[GroupPartition, tuple[list[tuple[int, int]], list[CommitPoint]]] = {}
+        for p in sorted(points, key=lambda p: (p.at, p.record_offset)):
+            keys, values = self._commits.setdefault((p.group_id, p.topic, p.partition), ([], []))
+            keys.append((p.at, p.record_offset))
+            values.append(p)
+        self._samples: dict[TopicPartitionKey, tuple[list[int], list[EndOffsetSample]]] = {}
+        for s in sorted(samples, key=lambda s: s.sampled_at):
+            times, values2 = self._samples.setdefault((s.topic, s.partition), ([], []))
+            times.append(s.sampled_at)
+            values2.append(s)
+
+    def group_partitions(self) -> list[GroupPartition]:
+        """Every (group, topic, partition) with a commit, sorted."""
+        return sorted(self._commits)
+
+    def committed_as_of(
+        self, group_id: str, topic: str, partition: int, as_of: int
+    ) -> CommitPoint | None:
+        """The commit in effect at ``as_of`` (``None`` if none, or removed by a tombstone)."""
+        entry = self._commits.get((group_id, topic, partition))
+        if entry is None:
+            return None
+        keys, values = entry
+        i = bisect.bisect_right(keys, (as_of, 2**63)) - 1
+        if i < 0 or values[i].offset is None:
+            return None
+        return values[i]
+
+    def commit_history(
+        self, group_id: str, topic: str, partition: int, as_of: int
+    ) -> list[CommitPoint]:
+        """The commits (and removals) in effect order, up to ``as_of``."""
+        entry = self._commits.get((group_id, topic, partition))
+        if entry is None:
+            return []
+        keys, values = entry
+        return values[: bisect.bisect_right(keys, (as_of, 2**63))]
+
+    def samples_until(self, topic: str, partition: int, as_of: int) -> list[EndOffsetSample]:
+        """The partition's samples taken at or before ``as_of``, oldest first."""
+        entry = self._samples.get((topic, partition))
+        if entry is None:
+            return []
+        times, values = entry
+        return values[: bisect.bisect_right(times, as_of)]
+
+    def sample_as_of(self, topic: str, partition: int, as_of: int) -> EndOffsetSample | None:
+        """The latest sample taken at or before ``as_of``."""
+        samples = self.samples_until(topic, partition, as_of)
+        return samples[-1] if samples else None
+
+    def lag(
+        self,
+        group_id: str,
+        topic: str,
+        partition: int,
+        as_of: int,
+        *,
+        read_committed: bool = False,
+        record_time: RecordTime | None = None,
+    ) -> PartitionLagRow | None:
+        """One group's lag on one partition as of ``as_of``; ``None`` without a commit.
+
+        Args:
+            group_id: the consumer group.
+            topic: the data topic.
+            partition: the data partition.
+            as_of: epoch ms; only commits and samples at or before it are used.
+            read_committed: the group reads with ``isolation.level=read_committed``: lag is
+                measured against the last stable offset.
+            record_time: data-record timestamps, for exact lag in seconds.
+        """
+        commit = self.committed_as_of(group_id, topic, partition, as_of)
+        if commit is None or commit.offset is None:
+            return None
+        committed = commit.offset
+        history = self.samples_until(topic, partition, as_of)
+        sample = history[-1] if history else None
+        if sample is None:
+            return PartitionLagRow(
+                group_id, topic, partition, as_of, read_committed, committed, commit.at,
+                None, None, None, None, None, None, None, None, False, 0,
+            )  # fmt: skip
+        lso = sample.last_stable_offset if sample.last_stable_offset >= 0 else None
+        end = lso if read_committed and lso is not None else sample.high_watermark
+        lag_records = max(0, end - committed)
+        lag_seconds: float | None
+        method: str | None
+        if lag_records == 0:
+            lag_seconds, method = 0.0, "caught_up"
+        else:
+            appended, method = _append_time(topic, partition, committed, history, record_time)
+            lag_seconds = None if appended is None else max(0, as_of - appended) / 1000.0
+        lost = max(0, sample.log_start_offset - committed)
+        return PartitionLagRow(
+            group_id=group_id,
+            topic=topic,
+            partition=partition,
+            as_of=as_of,
+            read_committed=read_committed,
+            committed_offset=committed,
+            committed_at=commit.at,
+            end_offset=end,
+            high_watermark=sample.high_watermark,
+            last_stable_offset=lso,
+            log_start_offset=sample.log_start_offset,
+            sampled_at=sample.sampled_at,
+            lag_records=lag_records,
+            lag_seconds=lag_seconds,
+            lag_method=method if lag_seconds is not None else None,
+            data_loss=lost > 0,
+            lost_records=lost,
+        )
+
+    def rows(
+        self,
+        as_of_times: Iterable[int],
+        *,
+        read_committed_groups: Iterable[str] = (),
+        record_time: RecordTime | None = None,
+    ) -> list[PartitionLagRow]:
+        """``partition_lag`` rows for every group partition with a commit, at each time."""
+        rc = frozenset(read_committed_groups)
+        times = sorted(set(as_of_times))
+        out: list[PartitionLagRow] = []
+        for group_id, topic, partition in self.group_partitions():
+            for t in times:
+                row = self.lag(
+                    group_id,
+                    topic,
+                    partition,
+                    t,
+                    read_committed=group_id in rc,
+                    record_time=record_time,
+                )
+                if row is not None:
+                    out.append(row)
+        return out
+
+    def rows_at_samples(
+        self,
+        samples: Iterable[EndOffsetSample],
+        *,
+        read_committed_groups: Iterable[str] = (),
+        record_time: RecordTime | None = None,
+    ) -> list[PartitionLagRow]:
+        """Lag of every group on each sample's partition at the sample's time (streaming form)."""
+        rc = frozenset(read_committed_groups)
+        by_partition: dict[TopicPartitionKey, list[str]] = {}
+        for group_id, topic, partition in self.group_partitions():
+            by_partition.setdefault((topic, partition), []).append(group_id)
+        out: list[PartitionLagRow] = []
+        for s in sorted(samples, key=lambda s: (s.topic, s.partition, s.sampled_at)):
+            for group_id in by_partition.get((s.topic, s.partition), ()):
+                row = self.lag(
+                    group_id,
+                    s.topic,
+                    s.partition,
+                    s.sampled_at,
+                    read_committed=group_id in rc,
+                    record_time=record_time,
+                )
+                if row is not None:
+                    out.append(row)
+        return out
+
+
+def _append_time(
+    topic: str,
+    partition: int,
+    committed: int,
+    history: list[EndOffsetSample],
+    record_time: RecordTime | None,
+) -> tuple[float | None, str | None]:
+    """When record ``committed`` was appended, and how that was found."""
+    if record_time is not None:
+        exact = record_time(topic, partition, committed)
+        if exact is not None:
+            return float(exact), "exact"
+    points = _series(history)
+    target = committed + 1  # the log end passes committed + 1 when record `committed` lands
+    for i, (t, hwm) in enumerate(points):
+        if hwm < target:
+            continue
+        if i > 0:
+            # The last sample below the target and the first at or above it bracket the append.
+            t0, h0 = points[i - 1]
+            return t0 + (target - h0) * (t - t0) / (hwm - h0), "interpolated"
+        later = next(((t1, h1) for t1, h1 in points if h1 > hwm and t1 > t), None)
+        if later is None:
+            return None, None
+        t1, h1 = later
+        return t - (hwm - target) * (t1 - t) / (h1 - hwm), "extrapolated"
+    return None, None
+
+
+def _series(history: list[EndOffsetSample]) -> list[tuple[int, int]]:
+    """(time, high watermark) points since the watermark last went backwards, oldest first.
+
+    A watermark that went backwards (topic re-created, unclean leader election) makes the
+    earlier samples meaningless for this log.
+    """
+    points: list[tuple[int, int]] = []
+    for s in history:
+        if points and s.high_watermark < points[-1][1]:
+            points = []
+        points.append((s.sampled_at, s.high_watermark))
+    return points

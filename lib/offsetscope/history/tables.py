@@ -1,0 +1,473 @@
+"""The gold history tables as data: columns, types, natural keys, partitioning, write mode.
+
+The Spark layer derives each Delta table's schema (``StructType.fromDDL`` of :meth:`Table.ddl`),
+its ``MERGE`` condition (:attr:`Table.key`, plus the partition columns so Delta can prune) and
+its partitioning from this module; tests and docs read it too. Nothing here imports pyspark.
+
+Types are Spark SQL DDL strings. Python values (see :mod:`offsetscope.history.rows`):
+``timestamp`` = ``int`` epoch ms, ``struct`` = dataclass or tuple in field order, ``map`` =
+tuple of ``(key, value)`` pairs, ``array`` = tuple. A column with ``generated`` set is a Delta
+generated column (``GENERATED ALWAYS AS``): it is not a field of the row class, Delta computes it.
+
+Write modes:
+
+* ``merge``: rows are upserts on the natural key (``WHEN MATCHED UPDATE SET * WHEN NOT MATCHED
+  INSERT *``); a fold re-emits a row when it learns more, and within one batch only the last
+  version of a key is emitted (:func:`materialize` does the same for any row list);
+* ``append``: rows are never updated (``end_offsets`` samples).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from offsetscope.history import rows as r
+
+TOPIC_PARTITION = "struct<topic:string,partition:int>"
+MEMBER = (
+    "struct<member_id:string,instance_id:string,client_id:string,client_host:string,"
+    "session_timeout_ms:int,rebalance_timeout_ms:int,subscribed_topics:array<string>,"
+    "rack_id:string,member_epoch:int>"
+)
+REPLACEMENT = "struct<instance_id:string,old_member_id:string,new_member_id:string>"
+ASSIGNMENT = f"map<string,array<{TOPIC_PARTITION}>>"
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column: Spark SQL type, nullability, optional generation expression, meaning."""
+
+    name: str
+    type: str
+    nullable: bool = False
+    generated: str | None = None
+    comment: str = ""
+
+    @property
+    def ddl(self) -> str:
+        not_null = "" if self.nullable else " NOT NULL"
+        return f"{self.name} {self.type}{not_null}"
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """One gold table."""
+
+    name: str
+    row_type: type
+    columns: tuple[Column, ...]
+    key: tuple[str, ...]
+    partition_by: tuple[str, ...] = ()
+    write_mode: str = "merge"
+    change_data_feed: bool = True
+    comment: str = ""
+
+    @property
+    def field_columns(self) -> tuple[Column, ...]:
+        """The columns the row class carries (all but generated ones), in field order."""
+        return tuple(c for c in self.columns if c.generated is None)
+
+    def ddl(self) -> str:
+        """The schema as a DDL column list (``StructType.fromDDL`` accepts it)."""
+        return ", ".join(c.ddl for c in self.columns)
+
+    def column(self, name: str) -> Column:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise KeyError(f"{self.name} has no column {name!r}")
+
+    def merge_condition(self, target: str = "t", source: str = "s") -> str:
+        """The ``MERGE ... ON`` condition: natural key plus partition columns (for pruning)."""
+        names = list(self.key) + [p for p in self.partition_by if p not in self.key]
+        return " AND ".join(f"{target}.{n} <=> {source}.{n}" for n in names)
+
+    @property
+    def properties(self) -> Mapping[str, str]:
+        """Delta table properties."""
+        props = {"delta.appendOnly": "true" if self.write_mode == "append" else "false"}
+        if self.change_data_feed:
+            props["delta.enableChangeDataFeed"] = "true"
+        return props
+
+
+def _c(name: str, typ: str, nullable: bool = False, comment: str = "") -> Column:
+    return Column(name, typ, nullable, None, comment)
+
+
+GROUP_GENERATIONS = Table(
+    "group_generations",
+    r.GenerationRow,
+    (
+        _c("group_id", "string"),
+        _c("group_life", "int", comment="0, +1 each time the id is deleted and re-created"),
+        _c("generation", "int", comment="classic generation id or KIP-848 group epoch"),
+        _c("kind", "string", comment="classic | kip848"),
+        _c("protocol_type", "string"),
+        _c("protocol", "string", True, "assignor (classic) or most common server assignor"),
+        _c("state", "string", comment="state the record left the group in"),
+        _c("leader", "string", True),
+        _c("member_count", "int"),
+        _c("members", f"array<{MEMBER}>"),
+        _c("assignment", ASSIGNMENT, comment="member id -> partitions (KIP-848: target)"),
+        _c("assignment_epoch", "int", True),
+        _c("join_completed_at", "timestamp", True, "currentStateTimestamp (classic)"),
+        _c("stored_at", "timestamp", comment="timestamp of the generation's first record"),
+        _c("assignment_at", "timestamp", True),
+        _c("updated_at", "timestamp"),
+        _c("previous_generation", "int", True),
+        _c("generations_skipped", "int", comment="generation numbers never seen before this one"),
+        _c("rebalances", "int", comment="rebalances this row accounts for"),
+        _c("members_joined", "array<string>"),
+        _c("members_left", "array<string>"),
+        _c("members_replaced", f"array<{REPLACEMENT}>"),
+        _c("static_replacements", "int"),
+        _c("partitions_assigned", "int"),
+        _c("partitions_moved", "int"),
+        _c("moved_partitions", f"array<{TOPIC_PARTITION}>"),
+        _c("record_partition", "int"),
+        _c("first_record_offset", "bigint"),
+        _c("last_record_offset", "bigint"),
+    ),
+    key=("group_id", "group_life", "generation"),
+    comment="One row per generation (classic) or group epoch (KIP-848).",
+)
+
+GROUP_STATE_TRANSITIONS = Table(
+    "group_state_transitions",
+    r.TransitionRow,
+    (
+        _c("group_id", "string"),
+        _c("group_life", "int"),
+        _c("record_partition", "int"),
+        _c("record_offset", "bigint", comment="the record this transition was read from"),
+        _c("seq", "int", comment="order among the transitions of one record"),
+        _c("kind", "string"),
+        _c("generation", "int", True),
+        _c("from_state", "string", True),
+        _c("to_state", "string"),
+        _c("at", "timestamp", True, "null when only bounded"),
+        _c("at_min", "timestamp", True),
+        _c("at_max", "timestamp", True),
+        _c("time_source", "string", comment="record_timestamp | current_state_timestamp | bounded"),
+        _c("inferred", "boolean", comment="true when Kafka did not persist this transition"),
+        _c("reason", "string"),
+    ),
+    key=("group_id", "record_partition", "record_offset", "seq"),
+    comment="Group state changes, with the ones Kafka does not persist marked inferred.",
+)
+
+MEMBER_SESSIONS = Table(
+    "member_sessions",
+    r.SessionRow,
+    (
+        _c("group_id", "string"),
+        _c("group_life", "int"),
+        _c("member_id", "string"),
+        _c("kind", "string"),
+        _c("instance_id", "string", True),
+        _c("client_id", "string"),
+        _c("client_host", "string"),
+        _c("rack_id", "string", True),
+        _c("session_timeout_ms", "int"),
+        _c("rebalance_timeout_ms", "int"),
+        _c("first_generation", "int", True),
+        _c("last_generation", "int", True),
+        _c("joined_at", "timestamp"),
+        _c("left_at", "timestamp", True),
+        _c("end_reason", "string", True, "left | replaced | group_emptied | group_deleted"),
+        _c("replaces", "string", True),
+        _c("replaced_by", "string", True),
+    ),
+    key=("group_id", "group_life", "member_id"),
+)
+
+PARTITION_ASSIGNMENTS = Table(
+    "partition_assignments",
+    r.AssignmentRow,
+    (
+        _c("group_id", "string"),
+        _c("group_life", "int"),
+        _c("generation", "int"),
+        _c("topic", "string"),
+        _c("partition", "int"),
+        _c("topic_id", "string", True),
+        _c("member_id", "string"),
+        _c("instance_id", "string", True),
+        _c("client_id", "string", True),
+        _c("client_host", "string", True),
+    ),
+    key=("group_id", "group_life", "generation", "topic", "partition"),
+)
+
+GROUPS_CURRENT = Table(
+    "groups_current",
+    r.GroupCurrentRow,
+    (
+        _c("group_id", "string"),
+        _c("group_life", "int"),
+        _c("kind", "string", comment="classic | kip848 | simple"),
+        _c("state", "string", True),
+        _c("state_since", "timestamp", True),
+        _c("generation", "int", True),
+        _c("protocol_type", "string", True),
+        _c("protocol", "string", True),
+        _c("leader", "string", True),
+        _c("member_count", "int"),
+        _c("last_commit_at", "timestamp", True),
+        _c("last_rebalance_at", "timestamp", True),
+        _c("rebalance_times", "array<timestamp>"),
+        _c("rebalances_1h", "int"),
+        _c("rebalances_24h", "int"),
+        _c("deleted", "boolean"),
+        _c("updated_at", "timestamp"),
+    ),
+    key=("group_id",),
+    change_data_feed=False,
+)
+
+OFFSET_COMMITS = Table(
+    "offset_commits",
+    r.OffsetCommitRow,
+    (
+        _c("group_id", "string"),
+        _c("topic", "string"),
+        _c("partition", "int"),
+        _c("offset", "bigint", True, "null for a tombstone"),
+        _c("leader_epoch", "int"),
+        _c("metadata", "string"),
+        _c("commit_timestamp", "timestamp", True),
+        _c("expire_timestamp", "timestamp", True),
+        _c("topic_id", "string", True),
+        _c("is_tombstone", "boolean"),
+        _c("record_partition", "int"),
+        _c("record_offset", "bigint"),
+        _c("record_timestamp", "timestamp"),
+        _c("transactional", "boolean"),
+        _c("producer_id", "bigint", True),
+        _c("producer_epoch", "int", True),
+        _c("status", "string", comment="committed | pending | aborted | superseded | dropped"),
+        _c("resolved_at", "timestamp", True),
+        _c("resolved_by", "string", True),
+        _c("effective_at", "timestamp", True, "when the offset became the group's offset"),
+        Column("record_date", "date", False, "CAST(record_timestamp AS DATE)"),
+    ),
+    key=("record_partition", "record_offset"),
+    partition_by=("record_date",),
+)
+
+TRANSACTIONS = Table(
+    "transactions",
+    r.TransactionRow,
+    (
+        _c("transactional_id", "string"),
+        _c("record_partition", "int"),
+        _c("first_record_offset", "bigint", comment="the record that opened the transaction"),
+        _c("producer_id", "bigint"),
+        _c("producer_epoch", "int"),
+        _c("end_producer_id", "bigint", True),
+        _c("end_producer_epoch", "int", True),
+        _c("previous_producer_id", "bigint", True),
+        _c("next_producer_id", "bigint", True),
+        _c("client_transaction_version", "int"),
+        _c("timeout_ms", "int"),
+        _c("state", "string"),
+        _c("outcome", "string", comment="ongoing | committed | aborted"),
+        _c("started_at", "timestamp", True),
+        _c("ended_at", "timestamp", True, "decision time (Prepare*)"),
+        _c("completed_at", "timestamp", True, "markers written (Complete*)"),
+        _c("duration_ms", "bigint", True),
+        _c("partitions", f"array<{TOPIC_PARTITION}>"),
+        _c("partition_count", "int"),
+        _c("timed_out", "boolean"),
+        _c("fenced", "boolean"),
+        _c("fenced_by_producer_id", "bigint", True),
+        _c("fenced_by_epoch", "int", True),
+        _c("end_reason", "string", True),
+        _c("end_reason_inferred", "boolean"),
+        _c("last_record_offset", "bigint"),
+        _c("updated_at", "timestamp"),
+    ),
+    key=("transactional_id", "record_partition", "first_record_offset"),
+)
+
+TRANSACTION_STATUS_TIMELINE = Table(
+    "transaction_status_timeline",
+    r.TxnStatusRow,
+    (
+        _c("transactional_id", "string"),
+        _c("record_partition", "int"),
+        _c("record_offset", "bigint"),
+        _c("seq", "int"),
+        _c("at", "timestamp"),
+        _c("from_status", "string", True),
+        _c("to_status", "string"),
+        _c("producer_id", "bigint", True),
+        _c("producer_epoch", "int", True),
+        _c("inferred", "boolean"),
+        _c("reason", "string"),
+    ),
+    key=("transactional_id", "record_partition", "record_offset", "seq"),
+)
+
+END_OFFSETS = Table(
+    "end_offsets",
+    r.EndOffsetSample,
+    (
+        _c("topic", "string"),
+        _c("partition", "int"),
+        _c("log_start_offset", "bigint"),
+        _c("high_watermark", "bigint"),
+        _c("last_stable_offset", "bigint", comment="-1 when unknown"),
+        _c("sampled_at", "timestamp"),
+        Column("sampled_date", "date", False, "CAST(sampled_at AS DATE)"),
+    ),
+    key=("topic", "partition", "sampled_at"),
+    partition_by=("sampled_date",),
+    write_mode="append",
+    change_data_feed=False,
+)
+
+PARTITION_LAG = Table(
+    "partition_lag",
+    r.PartitionLagRow,
+    (
+        _c("group_id", "string"),
+        _c("topic", "string"),
+        _c("partition", "int"),
+        _c("as_of", "timestamp"),
+        _c("read_committed", "boolean"),
+        _c("committed_offset", "bigint"),
+        _c("committed_at", "timestamp"),
+        _c("end_offset", "bigint", True, "LSO for read_committed groups, else high watermark"),
+        _c("high_watermark", "bigint", True),
+        _c("last_stable_offset", "bigint", True),
+        _c("log_start_offset", "bigint", True),
+        _c("sampled_at", "timestamp", True),
+        _c("lag_records", "bigint", True),
+        _c("lag_seconds", "double", True),
+        _c("lag_method", "string", True, "caught_up | exact | interpolated | extrapolated"),
+        _c("data_loss", "boolean", comment="committed offset below the log start offset"),
+        _c("lost_records", "bigint"),
+        Column("as_of_date", "date", False, "CAST(as_of AS DATE)"),
+    ),
+    key=("group_id", "topic", "partition", "as_of"),
+    partition_by=("as_of_date",),
+    change_data_feed=False,
+)
+
+TABLES: Mapping[str, Table] = {
+    t.name: t
+    for t in (
+        GROUP_GENERATIONS,
+        GROUP_STATE_TRANSITIONS,
+        MEMBER_SESSIONS,
+        PARTITION_ASSIGNMENTS,
+        GROUPS_CURRENT,
+        OFFSET_COMMITS,
+        TRANSACTIONS,
+        TRANSACTION_STATUS_TIMELINE,
+        END_OFFSETS,
+        PARTITION_LAG,
+    )
+}
+
+_BY_ROW: Mapping[type, Table] = {t.row_type: t for t in TABLES.values()}
+
+
+def table_for(row_type: type) -> Table:
+    """The table whose rows are ``row_type`` instances."""
+    return _BY_ROW[row_type]
+
+
+def key_of(row: Any) -> tuple[Any, ...]:
+    """The natural key of an output row."""
+    return tuple(getattr(row, n) for n in _BY_ROW[type(row)].key)
+
+
+def materialize(rows: Iterable[Any]) -> dict[tuple[Any, ...], Any]:
+    """Apply upserts in order: natural key -> the last row emitted for it (one table's rows)."""
+    out: dict[tuple[Any, ...], Any] = {}
+    for row in rows:
+        out[key_of(row)] = row
+    return out
+
+
+def as_record(row: Any) -> dict[str, Any]:
+    """A row as a dict of plain values, shaped by each column's type.
+
+    Structs become dicts (nested dataclasses and ``(topic, partition)`` tuples alike), arrays
+    lists, and maps lists of ``(key, value)`` pairs -- the forms Arrow and Spark accept.
+    """
+    table = _BY_ROW[type(row)]
+    return {
+        col.name: _shape(getattr(row, col.name), parse_type(col.type))
+        for col in table.field_columns
+    }
+
+
+# A parsed DDL type: ("string",) / ("array", elem) / ("map", key, value) /
+# ("struct", ((name, type), ...)).
+ParsedType = tuple[Any, ...]
+
+
+def parse_type(ddl: str) -> ParsedType:
+    """Parse a Spark DDL type string of the forms this module uses."""
+    parsed, rest = _parse(ddl.replace(" ", ""))
+    if rest:
+        raise ValueError(f"trailing text {rest!r} in type {ddl!r}")
+    return parsed
+
+
+def _parse(text: str) -> tuple[ParsedType, str]:
+    for prefix in ("array<", "map<", "struct<"):
+        if text.startswith(prefix):
+            rest = text[len(prefix) :]
+            if prefix == "array<":
+                elem, rest = _parse(rest)
+                return ("array", elem), _expect(rest, ">")
+            if prefix == "map<":
+                key, rest = _parse(rest)
+                value, rest = _parse(_expect(rest, ","))
+                return ("map", key, value), _expect(rest, ">")
+            fields: list[tuple[str, ParsedType]] = []
+            while True:
+                name, _, rest = rest.partition(":")
+                ftype, rest = _parse(rest)
+                fields.append((name, ftype))
+                if rest.startswith(">"):
+                    return ("struct", tuple(fields)), rest[1:]
+                rest = _expect(rest, ",")
+    end = len(text)
+    for stop in ",>":
+        pos = text.find(stop)
+        if pos != -1:
+            end = min(end, pos)
+    return (text[:end],), text[end:]
+
+
+def _expect(text: str, token: str) -> str:
+    if not text.startswith(token):
+        raise ValueError(f"expected {token!r} at {text!r}")
+    return text[len(token) :]
+
+
+def _shape(value: Any, tp: ParsedType) -> Any:
+    if value is None:
+        return None
+    kind = tp[0]
+    if kind == "array":
+        return [_shape(v, tp[1]) for v in value]
+    if kind == "map":
+        return [(_shape(k, tp[1]), _shape(v, tp[2])) for k, v in value]
+    if kind == "struct":
+        names = [name for name, _ in tp[1]]
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            items = [getattr(value, n) for n in names]
+        else:
+            items = list(value)
+        return {n: _shape(v, ftp) for (n, ftp), v in zip(tp[1], items, strict=True)}
+    return value
