@@ -146,6 +146,8 @@ class GroupCoordinatorRuntime:
         self.topic = topic
         self._encode = encode_record
         self._partition_for = partition_for
+        # Java's String.hashCode in Python is slow enough to matter on the commit path.
+        self._partitions: dict[str, int] = {}
         self._rng = random.Random(seed)
         self._emit: EventHook = on_event or _ignore_event
         self._on_append = on_append
@@ -172,7 +174,11 @@ class GroupCoordinatorRuntime:
 
     def partition_for(self, group_id: str) -> int:
         """The offsets partition (and shard) of ``group_id``."""
-        return self._partition_for(group_id, self.config.offsets_topic_partitions)
+        partition = self._partitions.get(group_id)
+        if partition is None:
+            partition = self._partition_for(group_id, self.config.offsets_topic_partitions)
+            self._partitions[group_id] = partition
+        return partition
 
     def shard_for(self, group_id: str) -> GroupCoordinatorShard:
         return self.shards[self.partition_for(group_id)]

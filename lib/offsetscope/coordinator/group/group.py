@@ -75,8 +75,19 @@ class ClassicGroupMember:
 
     def copy(self) -> ClassicGroupMember:
         other = ClassicGroupMember.__new__(ClassicGroupMember)
-        for name in ClassicGroupMember.__slots__:
-            setattr(other, name, getattr(self, name))
+        other.member_id = self.member_id
+        other.group_instance_id = self.group_instance_id
+        other.client_id = self.client_id
+        other.client_host = self.client_host
+        other.rebalance_timeout_ms = self.rebalance_timeout_ms
+        other.session_timeout_ms = self.session_timeout_ms
+        other.protocol_type = self.protocol_type
+        other.protocols = self.protocols
+        other.assignment = self.assignment
+        other.is_new = self.is_new
+        other.awaiting_join = self.awaiting_join
+        other.awaiting_sync = self.awaiting_sync
+        other.hash_spread = self.hash_spread
         return other
 
     @property
@@ -179,8 +190,18 @@ class ClassicGroup:
     def copy(self) -> ClassicGroup:
         """A copy a handler may change freely (members are copied, not shared)."""
         other = ClassicGroup.__new__(ClassicGroup)
-        for name in ClassicGroup.__slots__:
-            setattr(other, name, getattr(self, name))
+        other.group_id = self.group_id
+        other.state = self.state
+        other.previous_state = self.previous_state
+        other.current_state_timestamp = self.current_state_timestamp
+        other.protocol_type = self.protocol_type
+        other.protocol_name = self.protocol_name
+        other.generation_id = self.generation_id
+        other.leader_id = self.leader_id
+        other.members_capacity = self.members_capacity
+        other.num_members_awaiting_join = self.num_members_awaiting_join
+        other.subscribed_topics = self.subscribed_topics
+        other.new_member_added = self.new_member_added
         other.members = {k: m.copy() for k, m in self.members.items()}
         other.static_members = dict(self.static_members)
         other.pending_join_members = set(self.pending_join_members)
@@ -432,74 +453,85 @@ class ClassicGroup:
 
     def apply(self, change: ch.GroupChange, emit: Emit = _no_emit) -> None:
         """Apply one change (see :mod:`.changes`); ``emit`` receives the ground-truth events."""
-        match change:
-            case ch.MemberAdded():
-                self._add(change, emit)
-            case ch.MemberRemoved():
-                self._remove(change, emit)
-            case ch.PendingMemberAdded(member_id=member_id):
-                if member_id in self.members:
-                    raise RuntimeError(
-                        f"attempt to add pending member {member_id} which is already a member "
-                        f"of group {self.group_id}"
-                    )
-                self.pending_join_members.add(member_id)
-            case ch.MemberUpdated():
-                self._update_member(change)
-            case ch.StaticMemberReplaced():
-                self._replace_static_member(change, emit)
-            case ch.NewMemberAddedSet(value=value):
-                self.new_member_added = value
-            case ch.MemberNoLongerNew(member_id=member_id):
-                self.members[member_id].is_new = False
-            case ch.StateTransitioned(target=target, at_ms=at_ms, reason=reason):
-                self._transition_to(target, at_ms, reason, emit)
-            case ch.NextGenerationStarted(at_ms=at_ms):
-                self._init_next_generation(at_ms, emit)
-            case ch.LeaderSet(leader_id=leader_id):
-                self.leader_id = leader_id
-            case ch.PendingSyncAdded(member_id=member_id):
-                if member_id not in self.members:
-                    raise RuntimeError(f"pending sync member {member_id} is not in {self.group_id}")
-                self.pending_sync_members.add(member_id)
-            case ch.PendingSyncRemoved(member_id=member_id):
-                self.pending_sync_members.discard(member_id)
-            case ch.PendingSyncCleared():
-                self.pending_sync_members.clear()
-            case ch.JoinResponded(member_id=member_id):
-                m = self.members.get(member_id)
-                if m is not None and m.awaiting_join is not None:
-                    m.awaiting_join = None
-                    self.num_members_awaiting_join -= 1
-            case ch.SyncParked(member_id=member_id, request_id=request_id):
-                self.members[member_id].awaiting_sync = request_id
-            case ch.SyncResponded(member_id=member_id):
-                m = self.members.get(member_id)
-                if m is not None:
-                    m.awaiting_sync = None
-            case ch.AssignmentsReset():
-                for m in self.members.values():
-                    m.assignment = EMPTY_ASSIGNMENT
-            case ch.AssignmentsStored(assignments=assignments, at_ms=at_ms):
-                given = dict(assignments)
-                for m in self.members.values():
-                    m.assignment = given.get(m.member_id, EMPTY_ASSIGNMENT)
-                emit(
-                    ev.AssignmentStored(
-                        self.group_id,
-                        at_ms,
-                        self.generation_id,
-                        self.protocol_name,
-                        self.leader_id,
-                        tuple((m.member_id, m.assignment) for m in self.ordered_members()),
-                    )
-                )
-            case ch.GroupDeletionStarted(cause=cause, at_ms=at_ms):
-                emit(ev.GroupDeleted(self.group_id, at_ms, cause))
-            case ch.OffsetsExpiring(partitions=partitions, at_ms=at_ms):
-                emit(ev.OffsetsExpired(self.group_id, at_ms, partitions))
-            case ch.GroupCreated():
-                raise RuntimeError("GroupCreated is applied by the coordinator, not a group")
+        handler = _APPLY.get(type(change))
+        if handler is None:
+            raise RuntimeError(
+                f"{type(change).__name__} is applied by the coordinator, not a group"
+            )
+        handler(self, change, emit)
+
+    def _pending_member_added(self, change: ch.PendingMemberAdded, emit: Emit) -> None:
+        if change.member_id in self.members:
+            raise RuntimeError(
+                f"attempt to add pending member {change.member_id} which is already a member "
+                f"of group {self.group_id}"
+            )
+        self.pending_join_members.add(change.member_id)
+
+    def _new_member_added_set(self, change: ch.NewMemberAddedSet, emit: Emit) -> None:
+        self.new_member_added = change.value
+
+    def _member_no_longer_new(self, change: ch.MemberNoLongerNew, emit: Emit) -> None:
+        self.members[change.member_id].is_new = False
+
+    def _state_transitioned(self, change: ch.StateTransitioned, emit: Emit) -> None:
+        self._transition_to(change.target, change.at_ms, change.reason, emit)
+
+    def _next_generation_started(self, change: ch.NextGenerationStarted, emit: Emit) -> None:
+        self._init_next_generation(change.at_ms, emit)
+
+    def _leader_set(self, change: ch.LeaderSet, emit: Emit) -> None:
+        self.leader_id = change.leader_id
+
+    def _pending_sync_added(self, change: ch.PendingSyncAdded, emit: Emit) -> None:
+        if change.member_id not in self.members:
+            raise RuntimeError(f"pending sync member {change.member_id} is not in {self.group_id}")
+        self.pending_sync_members.add(change.member_id)
+
+    def _pending_sync_removed(self, change: ch.PendingSyncRemoved, emit: Emit) -> None:
+        self.pending_sync_members.discard(change.member_id)
+
+    def _pending_sync_cleared(self, change: ch.PendingSyncCleared, emit: Emit) -> None:
+        self.pending_sync_members.clear()
+
+    def _join_responded(self, change: ch.JoinResponded, emit: Emit) -> None:
+        m = self.members.get(change.member_id)
+        if m is not None and m.awaiting_join is not None:
+            m.awaiting_join = None
+            self.num_members_awaiting_join -= 1
+
+    def _sync_parked(self, change: ch.SyncParked, emit: Emit) -> None:
+        self.members[change.member_id].awaiting_sync = change.request_id
+
+    def _sync_responded(self, change: ch.SyncResponded, emit: Emit) -> None:
+        m = self.members.get(change.member_id)
+        if m is not None:
+            m.awaiting_sync = None
+
+    def _assignments_reset(self, change: ch.AssignmentsReset, emit: Emit) -> None:
+        for m in self.members.values():
+            m.assignment = EMPTY_ASSIGNMENT
+
+    def _assignments_stored(self, change: ch.AssignmentsStored, emit: Emit) -> None:
+        given = dict(change.assignments)
+        for m in self.members.values():
+            m.assignment = given.get(m.member_id, EMPTY_ASSIGNMENT)
+        emit(
+            ev.AssignmentStored(
+                self.group_id,
+                change.at_ms,
+                self.generation_id,
+                self.protocol_name,
+                self.leader_id,
+                tuple((m.member_id, m.assignment) for m in self.ordered_members()),
+            )
+        )
+
+    def _group_deletion_started(self, change: ch.GroupDeletionStarted, emit: Emit) -> None:
+        emit(ev.GroupDeleted(self.group_id, change.at_ms, change.cause))
+
+    def _offsets_expiring(self, change: ch.OffsetsExpiring, emit: Emit) -> None:
+        emit(ev.OffsetsExpired(self.group_id, change.at_ms, change.partitions))
 
     def _add(self, change: ch.MemberAdded, emit: Emit) -> None:
         spec = change.member
@@ -567,7 +599,7 @@ class ClassicGroup:
         self.pending_join_members.discard(member_id)
         self.pending_sync_members.discard(member_id)
 
-    def _update_member(self, change: ch.MemberUpdated) -> None:
+    def _update_member(self, change: ch.MemberUpdated, emit: Emit) -> None:
         m = self.members[change.member_id]
         for p in m.protocols:
             self.supported_protocols[p.name] = self.supported_protocols.get(p.name, 0) - 1
@@ -722,6 +754,30 @@ class ClassicGroup:
         group.subscribed_topics = group.compute_subscribed_topics()
         return group
 
+
+# One method per change type: the change log is the sequence of Kafka's ClassicGroup calls.
+_APPLY: dict[type, Callable[[ClassicGroup, Any, Emit], None]] = {
+    ch.MemberAdded: ClassicGroup._add,
+    ch.MemberRemoved: ClassicGroup._remove,
+    ch.PendingMemberAdded: ClassicGroup._pending_member_added,
+    ch.MemberUpdated: ClassicGroup._update_member,
+    ch.StaticMemberReplaced: ClassicGroup._replace_static_member,
+    ch.NewMemberAddedSet: ClassicGroup._new_member_added_set,
+    ch.MemberNoLongerNew: ClassicGroup._member_no_longer_new,
+    ch.StateTransitioned: ClassicGroup._state_transitioned,
+    ch.NextGenerationStarted: ClassicGroup._next_generation_started,
+    ch.LeaderSet: ClassicGroup._leader_set,
+    ch.PendingSyncAdded: ClassicGroup._pending_sync_added,
+    ch.PendingSyncRemoved: ClassicGroup._pending_sync_removed,
+    ch.PendingSyncCleared: ClassicGroup._pending_sync_cleared,
+    ch.JoinResponded: ClassicGroup._join_responded,
+    ch.SyncParked: ClassicGroup._sync_parked,
+    ch.SyncResponded: ClassicGroup._sync_responded,
+    ch.AssignmentsReset: ClassicGroup._assignments_reset,
+    ch.AssignmentsStored: ClassicGroup._assignments_stored,
+    ch.GroupDeletionStarted: ClassicGroup._group_deletion_started,
+    ch.OffsetsExpiring: ClassicGroup._offsets_expiring,
+}
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
