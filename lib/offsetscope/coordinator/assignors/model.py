@@ -93,7 +93,8 @@ class ClusterMetadata:
     """
 
     partitions_per_topic: Mapping[str, int]
-    replica_racks: Mapping[str, tuple[tuple[str | None, ...], ...]] = field(
+    # any sequences are accepted; they are stored as tuples in a read-only mapping
+    replica_racks: Mapping[str, Sequence[Sequence[str | None]]] = field(
         default_factory=lambda: MappingProxyType({})
     )
 
@@ -113,7 +114,7 @@ class ClusterMetadata:
     def partition_racks(self, topic: str, partition: int) -> tuple[str | None, ...]:
         """Racks of the replicas of one partition (empty when no racks are known)."""
         per_partition = self.replica_racks.get(topic)
-        return () if per_partition is None else per_partition[partition]
+        return () if per_partition is None else tuple(per_partition[partition])
 
 
 class AssignmentError(RuntimeError):
