@@ -158,7 +158,8 @@ class GroupState(JsonState):
     last_rebalance_at: int | None
     latest_at: int | None
     kip: KipState | None
-    topic_names: tuple[tuple[str, str], ...]
+    # (topic id, name, log offset it was learned at): a name applies to records after it
+    topic_names: tuple[tuple[str, str, int], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,9 +252,13 @@ class _Folder:
         self.rebalance_times = list(s.rebalance_times) if s else []
         self.last_rebalance_at = s.last_rebalance_at if s else None
         self.latest_at = s.latest_at if s else None
-        self.topic_names: dict[str, str] = dict(s.topic_names) if s else {}
+        self.topic_names: dict[str, tuple[str, int]] = (
+            {tid: (name, off) for tid, name, off in s.topic_names} if s else {}
+        )
         for tid, name in names.items():
-            self.topic_names.setdefault(tid, name)
+            # Names handed in by the caller (cluster metadata) apply to everything.
+            self.topic_names[tid] = (name, -1)
+        self.at_offset = -1
         kip = s.kip if s else None
         self.has_kip = kip is not None
         kip = kip or _EMPTY_KIP
@@ -288,6 +293,7 @@ class _Folder:
         if isinstance(event, ConsumerGroupEvent) and event.record_type not in CONSUMER_GROUP_TYPES:
             return
         self.last_offset = at.offset
+        self.at_offset = at.offset
         self.record_partition = at.partition
         self.seq = 0
         self._saw(at.timestamp)
@@ -335,7 +341,7 @@ class _Folder:
             last_rebalance_at=self.last_rebalance_at,
             latest_at=self.latest_at,
             kip=kip,
-            topic_names=tuple(sorted(self.topic_names.items())),
+            topic_names=tuple(sorted((t, n, o) for t, (n, o) in self.topic_names.items())),
         )
 
     def outputs(self) -> GroupOutputs:
@@ -478,7 +484,7 @@ class _Folder:
 
     def _commit(self, row: OffsetCommitRow) -> None:
         if row.topic_id is not None:
-            self.topic_names.setdefault(row.topic_id, row.topic)
+            self._learn(row.topic_id, row.topic, row.record_offset)
         if row.status != "committed" or row.is_tombstone or row.effective_at is None:
             return
         self.dirty = True
@@ -588,7 +594,7 @@ class _Folder:
         )
         self._classic_transitions(e, prev, cst, skipped)
         self._emit_generation(row)
-        self._emit_assignments(row, topic_ids=False)
+        self._emit_assignments(row)
         self._count_rebalances(rebalances, completed)
         self._classic_sessions(row, replaced, completed)
         self._set_state(row.state, ts if not empty else completed)
@@ -748,12 +754,14 @@ class _Folder:
         )
         self._emit_generation(row)
         if row.assignment != prev.assignment:
-            self._emit_assignments(row, topic_ids=False)
+            self._emit_assignments(row)
         self._classic_sessions(row, replaced, ts)
 
-    def _emit_assignments(self, row: GenerationRow, *, topic_ids: bool) -> None:
+    def _emit_assignments(
+        self, row: GenerationRow, ids: Mapping[tuple[str, int], str] | None = None
+    ) -> None:
+        """``partition_assignments`` rows of ``row``; ``ids``: (topic, partition) -> topic id."""
         info = {m.member_id: m for m in row.members}
-        ids = {name: tid for tid, name in self.topic_names.items()} if topic_ids else {}
         for member_id, parts in row.assignment:
             m = info.get(member_id)
             for topic, partition in parts:
@@ -763,7 +771,7 @@ class _Folder:
                     generation=row.generation,
                     topic=topic,
                     partition=partition,
-                    topic_id=ids.get(topic, topic) if topic_ids else None,
+                    topic_id=None if ids is None else ids.get((topic, partition)),
                     member_id=member_id,
                     instance_id=m.instance_id if m else None,
                     client_id=m.client_id if m else None,
@@ -799,7 +807,7 @@ class _Folder:
             self._kip_epoch(at, int(v["epoch"]))
         elif rt == 4 and v is not None:
             for t in v.get("topics") or ():
-                self.topic_names.setdefault(topic_text(t["topicId"]), t["topicName"])
+                self._learn(topic_text(t["topicId"]), t["topicName"], at.offset)
         elif rt == 5:
             self._kip_member(e)
         elif rt == 6:
@@ -920,10 +928,20 @@ class _Folder:
         )
         self.owners = owners
         self._emit_generation(row)
-        self._emit_assignments(row, topic_ids=True)
+        self._emit_assignments(
+            row, {(self._name(t), p): t for parts in self.target.values() for t, p in parts}
+        )
+
+    def _learn(self, topic_id: str, name: str, offset: int) -> None:
+        known = self.topic_names.get(topic_id)
+        if known is None or offset < known[1]:
+            self.topic_names[topic_id] = (name, offset)
 
     def _name(self, topic_id: str) -> str:
-        return self.topic_names.get(topic_id, topic_id)
+        # Only names learned from earlier records (or given by the caller) apply, so the rows
+        # do not depend on how the log was cut into batches.
+        known = self.topic_names.get(topic_id)
+        return known[0] if known is not None and known[1] < self.at_offset else topic_id
 
     def _kip_member(self, e: ConsumerGroupEvent) -> None:
         mid, at, v = e.member_id, e.at, e.value
