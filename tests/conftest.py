@@ -5,7 +5,8 @@
   (:mod:`offsetscope.harness.broker`), started fresh once per run under
   ``.work/kafka/pytest-<pid>/`` on free loopback ports, stopped at the end of the run however
   the run ends (Linux also SIGTERMs it if pytest itself is killed). Its folder is deleted after
-  a run without failures and kept for inspection otherwise.
+  a run without failures and kept for inspection otherwise; a broker that died during the run
+  fails the run with its log tail.
 * ``spark`` (tests marked ``spark``): one SparkSession from
   :func:`offsetscope.spark.session.build_session`, ``local[2]``, 2 shuffle partitions, UI off,
   UTC, Delta's small-log test settings, a warehouse and its own Derby metastore in a pytest
@@ -72,9 +73,13 @@ def kafka_broker(
     try:
         yield handle
     finally:
+        died = not handle.is_running()
         handle.stop()
-        if request.session.testsfailed == 0:
+        if request.session.testsfailed == 0 and not died:
             shutil.rmtree(broker.paths.root, ignore_errors=True)
+    if died:
+        # Tests after the crash failed with connection errors; the cause is in the broker's log.
+        pytest.fail(f"the Kafka broker died during the run:\n{handle.log_tail()}")
 
 
 @pytest.fixture(scope="session")

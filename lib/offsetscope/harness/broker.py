@@ -497,6 +497,7 @@ class Broker:
 
         Raises:
             BrokerAlreadyRunningError: this work folder's broker is already running.
+            BrokerError: the data folder is formatted but its ``ports.json`` is missing.
             BrokerStartError: formatting or startup failed or timed out; the message holds the
                 log tail. The JVM is stopped before this is raised.
             MissingJarsError: ``build/jvm/kafka`` is not resolved yet.
@@ -509,6 +510,11 @@ class Broker:
         if fresh and self.paths.root.exists():
             shutil.rmtree(self.paths.root)
         self.paths.logs_dir.mkdir(parents=True, exist_ok=True)
+        if self.paths.formatted and _load_endpoints(self.paths) is None:
+            raise BrokerError(
+                f"{self.paths.data_dir} is formatted but {self.paths.ports_file.name} is gone, so"
+                " its cluster id and controller endpoint are unknown; start fresh (--fresh)"
+            )
         for attempt in range(1, _START_ATTEMPTS + 1):
             fresh_data = not self.paths.formatted
             ends = self._endpoints(reuse=not fresh_data)
