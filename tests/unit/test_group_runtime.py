@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
+from offsetscope.config import InvalidConfigError
 from offsetscope.coordinator.group import events as ev
+from offsetscope.coordinator.group.config import GroupCoordinatorConfig
 from offsetscope.coordinator.group.errors import Errors
 from offsetscope.coordinator.group.messages import JoinGroupResponse, SyncGroupResponse
 from offsetscope.coordinator.group.states import ClassicGroupState as S
@@ -132,3 +136,13 @@ def test_loading_the_log_rebuilds_stable_and_empty_groups() -> None:
     # Loaded members must heartbeat: after a session timeout without one they are gone.
     reloaded.advance(45_000)
     assert reloaded.shard_for("s").groups["s"].num_members == 0
+
+
+def test_config_rejects_invalid_values_naming_the_key() -> None:
+    with pytest.raises(InvalidConfigError, match="max_size"):
+        GroupCoordinatorConfig(max_size=0)
+    with pytest.raises(InvalidConfigError, match="min_session_timeout_ms"):
+        GroupCoordinatorConfig(min_session_timeout_ms=10, max_session_timeout_ms=5)
+    with pytest.raises(InvalidConfigError, match="offsets_retention_ms"):
+        GroupCoordinatorConfig(offsets_retention_ms=0)
+    assert GroupCoordinatorConfig().initial_rebalance_delay_ms == 3000

@@ -1,13 +1,16 @@
 """Group coordinator settings, with Kafka's broker defaults (``GroupCoordinatorConfig``).
 
 Each field names the broker property it mirrors. The values reach the coordinator from
-``conf/`` through :mod:`offsetscope.config`; the defaults here equal Kafka 4.4's, so a scenario
-that sets nothing behaves like a default broker.
+``conf/`` through :mod:`offsetscope.config` (this dataclass is meant to be a section of it:
+invalid values raise :class:`~offsetscope.config.InvalidConfigError` naming the key); the
+defaults equal Kafka 4.4's, so a scenario that sets nothing behaves like a default broker.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from offsetscope.config import InvalidConfigError
 
 INT32_MAX = 2**31 - 1
 
@@ -35,11 +38,15 @@ class GroupCoordinatorConfig:
     offset_metadata_max_bytes: int = 4096
 
     def __post_init__(self) -> None:
+        # InvalidConfigError names the key, so offsetscope.config can embed this section as is.
         if self.offsets_topic_partitions < 1:
-            raise ValueError("offsets_topic_partitions must be at least 1")
+            raise InvalidConfigError("offsets_topic_partitions", "must be at least 1")
         if self.min_session_timeout_ms > self.max_session_timeout_ms:
-            raise ValueError("min_session_timeout_ms exceeds max_session_timeout_ms")
+            raise InvalidConfigError("min_session_timeout_ms", "exceeds max_session_timeout_ms")
         if self.max_size < 1:
-            raise ValueError("max_size must be at least 1")
-        if self.offsets_retention_check_interval_ms < 1 or self.offsets_retention_ms < 1:
-            raise ValueError("offset retention settings must be positive")
+            raise InvalidConfigError("max_size", "must be at least 1")
+        for key in ("offsets_retention_ms", "offsets_retention_check_interval_ms"):
+            if getattr(self, key) < 1:
+                raise InvalidConfigError(key, "must be positive")
+        if self.initial_rebalance_delay_ms < 0:
+            raise InvalidConfigError("initial_rebalance_delay_ms", "must not be negative")
