@@ -44,6 +44,7 @@ from offsetscope.coordinator.group.coordinator import GroupCoordinatorShard, Gro
 from offsetscope.coordinator.group.errors import Errors
 from offsetscope.coordinator.group.events import GroupEvent
 from offsetscope.coordinator.log import Batch, LogRecord, LogStore
+from offsetscope.protocol import decode_record, encode_record, partition_for
 from offsetscope.protocol.records import OFFSETS_TOPIC, CoordinatorRecord
 
 T = TypeVar("T")
@@ -138,8 +139,6 @@ class GroupCoordinatorRuntime:
             on_event: receives every ground-truth event.
             on_append: receives (partition, batch, records) after each coordinator append.
         """
-        from offsetscope.protocol import encode_record, partition_for
-
         self.config = config or GroupCoordinatorConfig()
         self.log = log
         self.clock = clock
@@ -360,8 +359,6 @@ class GroupCoordinatorRuntime:
     def load(self) -> None:
         """Rebuild every shard from the offsets partitions already in ``log`` (coordinator
         failover), then schedule what Kafka schedules after a load."""
-        from offsetscope.protocol import decode_record
-
         for shard in self.shards:
             log = self.log.partition(self.topic, shard.partition)
             for batch in log.batches:
