@@ -61,7 +61,6 @@ from offsetscope.protocol.log.model import (
     RecordBatch,
 )
 from offsetscope.protocol.log.reader import (
-    DEFAULT_CHUNK_BYTES,
     DEFAULT_MAX_BATCH_BYTES,
     CorruptBatch,
     CrcMismatch,
@@ -80,6 +79,12 @@ I32 = npt.NDArray[np.int32]
 U8 = npt.NDArray[np.uint8]
 Bools = npt.NDArray[np.bool_]
 
+# Smallest record: length, attributes, timestampDelta, offsetDelta, keyLength, valueLength and
+# headerCount, one byte each.
+_MIN_RECORD_SIZE: Final = 7
+# Chunks are larger than the per-record reader's: every chunk costs a fixed number of numpy
+# rounds, and memory stays bounded all the same.
+DEFAULT_COLUMN_CHUNK_BYTES: Final = 4 * 1024 * 1024
 _PAD: Final = 16  # zero bytes after the buffer so gathers past a malformed record stay in bounds
 
 _HEADER_DTYPE: Final = np.dtype(
@@ -310,90 +315,43 @@ class ColumnChunk:
 # ------------------------------------------------------------------------------- the scan
 
 
-@dataclass(slots=True)
-class _Region:
-    """Where a v2 batch's records live in the combined buffer, and how many."""
+@dataclass(frozen=True, slots=True)
+class _Problem:
+    """A diagnostic found while scanning a chunk, and the error strict mode raises for it."""
 
-    row: int
-    end: int
-    count: int
+    position: int
+    error: DecodeError
+    diagnostic: CorruptBatch | CrcMismatch
 
 
 class _Scan:
-    """Accumulates one chunk: framing in Python, then vectorized record decoding."""
+    """One chunk: framing in Python (per batch), everything per record vectorized.
+
+    ``add`` is called for each framed batch in file order; ``finish`` checks CRCs, decompresses,
+    finds record boundaries and decodes every record field with numpy.
+    """
 
     def __init__(self, data: bytes, base: int, opts: _Options, report: ScanReport) -> None:
         self.data = data
         self.base = base
         self.opts = opts
         self.report = report
-        self.extra = bytearray()
         self.positions: list[int] = []
         self.sizes: list[int] = []
         self.indexes: list[int] = []
+        self.v2_rows: list[int] = []
+        self.legacy: dict[int, RecordBatch] = {}
         self.decoded: list[bool] = []
         self.crc_valid: list[bool] = []
-        self.legacy: dict[int, RecordBatch] = {}
-        self.starts: list[int] = []
-        self.regions: list[_Region] = []
         self.slow_rows: list[int] = []  # v2 rows whose records carry headers
+        self.problems: list[_Problem] = []
 
-    # -- phase 1: framing, CRC, decompression, record walk
+    # -- phase 1: framing (called per batch)
 
-    def _new_row(self, pos: int, size: int, index: int, crc_ok: bool) -> int:
-        self.positions.append(pos)
-        self.sizes.append(size)
-        self.indexes.append(index)
-        self.crc_valid.append(crc_ok)
-        self.decoded.append(False)
-        return len(self.positions) - 1
-
-    def add_v2(self, pos: int, size: int, index: int) -> None:
-        data = self.data
-        stored = int.from_bytes(data[pos + 17 : pos + 21], "big")
-        computed = crc32c.crc32c(memoryview(data)[pos + 21 : pos + size])
-        row = self._new_row(pos, size, index, stored == computed)
-        if stored != computed:
-            self._crc_mismatch(row, stored, computed)
+    def add(self, pos: int, size: int, index: int, magic: int) -> None:
+        if magic == MAGIC_V2:
+            self.v2_rows.append(self._new_row(pos, size, index))
             return
-        attributes = data[pos + 22]
-        count = int.from_bytes(data[pos + 57 : pos + 61], "big", signed=True)
-        if count == 0:
-            self.decoded[row] = True
-            return
-        codec = attributes & 0x07
-        if count < 0 or codec > 4:
-            self._reject(row)
-            return
-        start, end = pos + RECORD_BATCH_OVERHEAD, pos + size
-        buf: bytes | bytearray = data
-        shift = 0
-        if codec:
-            try:
-                payload = decompress(
-                    Compression(codec),
-                    memoryview(data)[start:end],
-                    limit=self.opts.max_decompressed_bytes,
-                )
-            except DecodeError:
-                self._reject(row)
-                return
-            shift = len(data) + len(self.extra)
-            self.extra += payload
-            buf, start, end = payload, 0, len(payload)
-        mark = len(self.starts)
-        if not _walk(buf, start, end, count, self.starts):
-            del self.starts[mark:]
-            self._reject(row)
-            return
-        if shift:
-            starts = self.starts
-            for j in range(mark, len(starts)):
-                starts[j] += shift
-        self.regions.append(_Region(row, shift + end, count))
-        self.decoded[row] = True
-
-    def add_legacy(self, pos: int, size: int, index: int) -> None:
         try:
             batch = decode_legacy_entry(
                 self.data,
@@ -404,38 +362,40 @@ class _Scan:
                 max_decompressed_bytes=self.opts.max_decompressed_bytes,
             )
         except DecodeError as exc:
-            if self.opts.strict:
-                raise
-            self.report.diagnostics.append(
-                CorruptBatch(self.opts.file, index, self.base + pos, size, exc)
-            )
+            self._problem(exc, CorruptBatch(self.opts.file, index, self.base + pos, size, exc))
             return
-        row = self._new_row(pos, size, index, batch.crc_valid)
+        row = self._new_row(pos, size, index)
         self.legacy[row] = batch
         if not batch.crc_valid:
             self._crc_mismatch(row, batch.crc, batch.computed_crc or 0)
-            return
-        if batch.error is not None:
+        elif batch.error is not None:
             self._report_corrupt(row, batch.error)
-            return
-        self.decoded[row] = True
+        else:
+            self.decoded[row] = True
+
+    def _new_row(self, pos: int, size: int, index: int) -> int:
+        self.positions.append(pos)
+        self.sizes.append(size)
+        self.indexes.append(index)
+        self.crc_valid.append(True)
+        self.decoded.append(False)
+        return len(self.positions) - 1
+
+    # -- diagnostics
+
+    def _problem(self, error: DecodeError, diagnostic: CorruptBatch | CrcMismatch) -> None:
+        self.problems.append(_Problem(diagnostic.position, error, diagnostic))
 
     def _crc_mismatch(self, row: int, stored: int, computed: int) -> None:
         pos, index = self.positions[row], self.indexes[row]
-        if self.opts.strict:
-            raise CrcMismatchError(f"batch[{index}].crc", self.base + pos + 17, stored, computed)
+        self.crc_valid[row] = False
+        self.decoded[row] = False
         base_offset = int.from_bytes(self.data[pos : pos + 8], "big", signed=True)
-        self.report.diagnostics.append(
-            CrcMismatch(
-                self.opts.file,
-                index,
-                self.base + pos,
-                self.sizes[row],
-                base_offset,
-                stored,
-                computed,
-            )
+        error = CrcMismatchError(f"batch[{index}].crc", self.base + pos + 17, stored, computed)
+        diagnostic = CrcMismatch(
+            self.opts.file, index, self.base + pos, self.sizes[row], base_offset, stored, computed
         )
+        self._problem(error, diagnostic)
 
     def _reject(self, row: int) -> None:
         """Re-decode with the per-record reader to get the exact error, then report it."""
@@ -449,17 +409,14 @@ class _Scan:
 
     def _report_corrupt(self, row: int, error: DecodeError) -> None:
         self.decoded[row] = False
-        if self.opts.strict:
-            raise error
-        self.report.diagnostics.append(
-            CorruptBatch(
-                self.opts.file,
-                self.indexes[row],
-                self.base + self.positions[row],
-                self.sizes[row],
-                error,
-            )
+        diagnostic = CorruptBatch(
+            self.opts.file,
+            self.indexes[row],
+            self.base + self.positions[row],
+            self.sizes[row],
+            error,
         )
+        self._problem(error, diagnostic)
 
     def _slow(self, row: int) -> RecordBatch:
         return decode_v2_batch(
@@ -471,54 +428,123 @@ class _Scan:
             max_decompressed_bytes=self.opts.max_decompressed_bytes,
         )
 
-    # -- phase 2: vectorized
+    def _settle(self) -> None:
+        """Strict mode raises the first problem in file order; otherwise they are reported."""
+        if not self.problems:
+            return
+        self.problems.sort(key=lambda p: p.position)
+        if self.opts.strict:
+            raise self.problems[0].error
+        self.report.diagnostics.extend(p.diagnostic for p in self.problems)
+
+    # -- phase 2: per batch checks, then vectorized records
 
     def finish(self) -> ColumnChunk:
         n = len(self.positions)
-        buffer = np.frombuffer(
-            b"".join((self.data, bytes(self.extra), bytes(_PAD))), dtype=np.uint8
-        )
+        data = self.data
+        raw_data = np.frombuffer(data, dtype=np.uint8)
         pos = np.asarray(self.positions, dtype=np.int64)
         headers = _empty_headers(n)
         headers["position"][:] = pos + self.base
         headers["size"][:] = np.asarray(self.sizes, dtype=np.int64)
-        headers["crc_valid"][:] = np.asarray(self.crc_valid, dtype=np.bool_)
-        legacy_rows = np.fromiter(self.legacy, dtype=np.int64, count=len(self.legacy))
-        v2_mask = np.ones(n, dtype=np.bool_)
-        v2_mask[legacy_rows] = False
-        v2_rows = np.flatnonzero(v2_mask)
-        if len(v2_rows):
-            raw = buffer[pos[v2_rows, None] + _HEADER_SPAN].view(_HEADER_DTYPE).reshape(-1)
+        v2 = np.asarray(self.v2_rows, dtype=np.int64)
+        raw: Any = None
+        if len(v2):
+            raw = raw_data[pos[v2, None] + _HEADER_SPAN].view(_HEADER_DTYPE).reshape(-1)
             for name in _COPIED_HEADER_FIELDS:
-                headers[name][v2_rows] = raw[name]
-            headers["last_offset"][v2_rows] = raw["base_offset"] + raw["last_offset_delta"]
+                headers[name][v2] = raw[name]
+            headers["last_offset"][v2] = raw["base_offset"] + raw["last_offset_delta"]
         for row, batch in self.legacy.items():
             for name in _COPIED_HEADER_FIELDS:
                 headers[name][row] = getattr(batch, name)
             headers["last_offset"][row] = batch.last_offset
-        cols = self._v2_records(buffer, headers)
+
+        regions, extra = self._regions(raw)
+        joined = b"".join((data, *extra, bytes(_PAD)))
+        buffer = np.frombuffer(joined, dtype=np.uint8)
+        cols = self._v2_records(joined, buffer, headers, regions)
         if self.legacy or self.slow_rows:
             buffer, cols = self._merge_slow(buffer, cols)
+        headers["crc_valid"][:] = np.asarray(self.crc_valid, dtype=np.bool_)
         headers["decoded"][:] = np.asarray(self.decoded, dtype=np.bool_)
         counts = np.bincount(cols["batch"], minlength=n)
         ends = np.cumsum(counts)
         headers["record_end"][:] = ends
         headers["record_start"][:] = ends - counts
+        self._settle()
         return ColumnChunk(
             batches=BatchHeaders(**headers),
             records=RecordColumns(buffer=buffer, **cols),
         )
 
-    def _v2_records(self, buffer: U8, headers: dict[str, Any]) -> dict[str, I64]:
-        starts = np.asarray(self.starts, dtype=np.int64)
-        if not len(starts):
+    def _regions(self, raw: Any) -> tuple[list[tuple[int, int, int, int]], list[bytes]]:
+        """CRC, count and codec checks per v2 batch; decompression; the records' regions.
+
+        Returns ``(regions, extra)``: ``(row, start, end, count)`` in the combined buffer
+        (``data`` followed by the ``extra`` decompressed sections), and those sections.
+        """
+        if raw is None:
+            return [], []
+        data = self.data
+        view = memoryview(data)
+        regions: list[tuple[int, int, int, int]] = []
+        extra: list[bytes] = []
+        shift = len(data)
+        stored_crcs = raw["crc"].tolist()
+        attributes = raw["attributes"].tolist()
+        counts = raw["records_count"].tolist()
+        for i, row in enumerate(self.v2_rows):
+            pos, size = self.positions[row], self.sizes[row]
+            computed = crc32c.crc32c(view[pos + 21 : pos + size])
+            if computed != stored_crcs[i]:
+                self._crc_mismatch(row, stored_crcs[i], computed)
+                continue
+            count = counts[i]
+            codec = attributes[i] & 0x07
+            if count == 0:
+                self.decoded[row] = True
+                continue
+            if count < 0 or codec > 4:
+                self._reject(row)
+                continue
+            start, end = pos + RECORD_BATCH_OVERHEAD, pos + size
+            if codec:
+                try:
+                    payload = decompress(
+                        Compression(codec),
+                        view[start:end],
+                        limit=self.opts.max_decompressed_bytes,
+                    )
+                except DecodeError:
+                    self._reject(row)
+                    continue
+                extra.append(payload)
+                start, end = shift, shift + len(payload)
+                shift = end
+            if count > (end - start) // _MIN_RECORD_SIZE:
+                # A hostile count must not size any array: it cannot fit, so it is an error.
+                self._reject(row)
+                continue
+            regions.append((row, start, end, count))
+            self.decoded[row] = True
+        return regions, extra
+
+    def _v2_records(
+        self,
+        joined: bytes,
+        buffer: U8,
+        headers: dict[str, Any],
+        regions: list[tuple[int, int, int, int]],
+    ) -> dict[str, I64]:
+        if not regions:
             return _empty_records()
-        counts = np.asarray([r.count for r in self.regions], dtype=np.int64)
-        rows = np.asarray([r.row for r in self.regions], dtype=np.int64)
+        table = np.asarray(regions, dtype=np.int64)
+        rows, region_starts, region_ends, counts = table.T
+        starts, walked = _walk_regions(joined, buffer, region_starts, region_ends, counts)
         batch = np.repeat(rows, counts)
         ends = np.empty_like(starts)
         ends[:-1] = starts[1:]
-        ends[np.cumsum(counts) - 1] = np.asarray([r.end for r in self.regions], dtype=np.int64)
+        ends[np.cumsum(counts) - 1] = region_ends
 
         # Every field read is clipped to the record end: a read that crosses it leaves the
         # final position past the end, which marks the record bad.
@@ -538,6 +564,7 @@ class _Scan:
         bad |= (key_length < -1) | (value_length < -1) | (headers_count < 0)
         with_headers = headers_count > 0
         bad |= ~with_headers & (p != ends)
+        bad |= np.repeat(~walked, counts)
 
         keep: Bools | None = None
         if bad.any() or with_headers.any():
@@ -613,6 +640,49 @@ class _Scan:
         return merged_buffer, {name: array[order] for name, array in merged.items()}
 
 
+# Below this many batches still being walked, a plain Python loop per batch is cheaper than
+# another round of numpy calls (each round costs ~20 array operations).
+_LOCKSTEP_MIN_BATCHES: Final = 12
+
+
+def _walk_regions(
+    joined: bytes, buffer: U8, region_starts: I64, region_ends: I64, counts: I64
+) -> tuple[I64, Bools]:
+    """The start of every record of every region; False for regions whose records don't fit.
+
+    Record ``k`` of every batch is located in one vectorized step (lock-step over batches), so
+    a chunk of small batches costs a few numpy rounds, not a Python step per record. Batches
+    with many more records than the others finish in a Python loop reading length varints.
+    """
+    total = int(counts.sum())
+    starts = np.zeros(total, dtype=np.int64)
+    slot = np.cumsum(counts) - counts
+    ok = np.ones(len(counts), dtype=np.bool_)
+    cursor = region_starts.copy()
+    active = np.flatnonzero(counts > 0)
+    k = 0
+    while active.size >= _LOCKSTEP_MIN_BATCHES:
+        p = cursor[active]
+        end = region_ends[active]
+        length, width, too_long = _short_varints(buffer, np.minimum(p, end))
+        following = p + width + length
+        bad = too_long | (length < 0) | (p >= end) | (following > end)
+        starts[slot[active] + k] = p
+        ok[active[bad]] = False
+        cursor[active] = following
+        k += 1
+        active = active[~bad & (counts[active] > k)]
+    for j in active.tolist():
+        found: list[int] = []
+        if _walk(joined, int(cursor[j]), int(region_ends[j]), int(counts[j]) - k, found):
+            starts[slot[j] + k : slot[j] + counts[j]] = found
+            cursor[j] = region_ends[j]
+        else:
+            ok[j] = False
+    ok &= cursor == region_ends
+    return starts, ok
+
+
 _COPIED_HEADER_FIELDS: Final = (
     "base_offset",
     "partition_leader_epoch",
@@ -666,10 +736,8 @@ def _scan(
         size, magic = frame
         if size > opts.max_batch_bytes:
             _oversized(opts, report, index, base + pos, size)
-        elif magic == MAGIC_V2:
-            scan.add_v2(pos, size, index)
-        elif magic in (0, 1):
-            scan.add_legacy(pos, size, index)
+        elif 0 <= magic <= MAGIC_V2:
+            scan.add(pos, size, index, magic)
         else:
             err = UnsupportedMagicError(
                 f"unknown magic {magic}", f"batch[{index}].magic", base + pos + 16
@@ -733,7 +801,7 @@ def iter_segment_columns(
     report: ScanReport | None = None,
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
-    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    chunk_bytes: int = DEFAULT_COLUMN_CHUNK_BYTES,
 ) -> Iterator[ColumnChunk]:
     """Stream a ``.log`` file as column chunks of about ``chunk_bytes`` each.
 
@@ -801,7 +869,7 @@ def iter_batch_columns(
     report: ScanReport | None = None,
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
-    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    chunk_bytes: int = DEFAULT_COLUMN_CHUNK_BYTES,
 ) -> Iterator[BatchColumns]:
     """Per batch: the header plus its records as array slices (see :class:`BatchColumns`)."""
     for chunk in iter_segment_columns(
@@ -846,11 +914,33 @@ def _walk(buf: bytes | bytearray, p: int, end: int, count: int, out: list[int]) 
     return p == end
 
 
-def _varints(buffer: U8, positions: I64, max_bytes: int) -> tuple[I64, I64, Bools]:
-    """Decode a zigzag varint (5 bytes) or varlong (10 bytes) at every position.
+def _short_varints(buffer: U8, positions: I64) -> tuple[I64, I64, Bools]:
+    """:func:`_varints` for an int32 varint field (the fast paths cover 1 and 2 bytes)."""
+    return _varints(buffer, positions, 5)
 
-    Returns ``(values, widths, too_long)``.
+
+def _varints(buffer: U8, positions: I64, max_bytes: int) -> tuple[I64, I64, Bools]:
+    """Decode a zigzag varint (``max_bytes`` 5) or varlong (10) at every position.
+
+    Returns ``(values, widths, too_long)``. Coordinator records use 1- and 2-byte varints
+    almost exclusively, so those are decoded without the general loop.
     """
+    b0 = buffer[positions]
+    first = b0 >= 0x80
+    none = np.zeros(len(positions), dtype=np.bool_)
+    if not first.any():
+        raw = b0.astype(np.int64)
+        values: I64 = (raw >> 1) ^ -(raw & 1)
+        return values, np.ones(len(positions), dtype=np.int64), none
+    b1 = buffer[positions + 1]
+    if not (first & (b1 >= 0x80)).any():
+        raw = np.where(first, (b0 & 0x7F).astype(np.int64) | (b1.astype(np.int64) << 7), b0)
+        values = (raw >> 1) ^ -(raw & 1)
+        return values, first.astype(np.int64) + 1, none
+    return _varints_general(buffer, positions, max_bytes)
+
+
+def _varints_general(buffer: U8, positions: I64, max_bytes: int) -> tuple[I64, I64, Bools]:
     b = buffer[positions]
     raw = (b & 0x7F).astype(np.uint64)
     width = np.ones(len(positions), dtype=np.int64)
