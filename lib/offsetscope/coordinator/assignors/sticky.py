@@ -40,6 +40,7 @@ object (``maxGeneration`` is never reset); so does ours, per instance.
 from __future__ import annotations
 
 import bisect
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 
 from offsetscope.coordinator.assignors.common import (
@@ -452,8 +453,7 @@ class _General:
                 if topic in topics:
                     mine.append(topic)
                     self.topic_consumers[topic].append(member)
-            if member not in current:
-                current.put(member, [])
+        # every member already has an entry (Java adds missing ones here; there are none)
         # Java keeps the member -> partitions HashMap; only lookups remain, so a dict will do
         self.current: dict[str, list[TopicPartition]] = dict(current.items())
         self.owner: dict[TopicPartition, str] = {
@@ -503,10 +503,9 @@ class _General:
         for member, partitions in self.current.items():
             subscribed = self.subscriptions[member].topics
             kept: list[TopicPartition] = []
+            # claims on topics without metadata were already dropped with the other claims
             for tp in partitions:
-                if tp.topic not in self.topic_consumers:
-                    self.owner.pop(tp, None)
-                elif tp.topic not in subscribed or self.rack_info.racks_mismatch(member, tp):
+                if tp.topic not in subscribed or self.rack_info.racks_mismatch(member, tp):
                     # Java leaves the stale owner entry in place here; so do we
                     self.revocation_required = True
                 else:
@@ -703,7 +702,7 @@ class _General:
         self.sorted_members.add(old)
 
 
-class _StickyBase:
+class _StickyBase(ABC):
     """``AbstractStickyAssignor``: shared by ``sticky`` and ``cooperative-sticky``."""
 
     name: str
@@ -716,8 +715,9 @@ class _StickyBase:
         # general one (the cooperative assignor then derives it from owned partitions)
         self.partitions_transferring_ownership: dict[TopicPartition, str] | None = None
 
+    @abstractmethod
     def _member_data(self, subscription: Subscription) -> MemberData:
-        raise NotImplementedError
+        """Previous assignment and generation of one member, as this assignor reads them."""
 
     def _all_subscriptions_equal(
         self,
