@@ -1,7 +1,8 @@
 # JVM jars (deploy/jvm/pom.xml) resolved into build/jvm/{kafka,kafka-tools,spark}.
 #
-# Stamp-based: Maven runs only when a pom (or the pinned Python deps, which decide which jars
-# pyspark already ships) is newer than the stamp, so a second `make install` resolves nothing.
+# Stamp-based: Maven runs only when a pom, or the installed pyspark's jar folder (it decides
+# what build/jvm/spark must leave out), is newer than the stamp, so a second `make install`
+# resolves nothing.
 # Each run resolves into empty staging folders (a jar dropped from a pom never lingers), swaps
 # them in (tests using build/jvm never see a half-copied folder), and ends with the classpath
 # check (no artifact twice, nothing pyspark already has); the stamp is written only if both
@@ -11,9 +12,11 @@ JVM_STAMP := $(JVM_DIR)/.resolved
 JVM_POMS := deploy/jvm/pom.xml $(wildcard deploy/jvm/*/pom.xml)
 JVM_MODULES := kafka kafka-tools spark
 JVM_STAGING := $(JVM_DIR)/.staging
+# Empty in a fresh clone (no venv yet when make reads this); the stamp is missing then anyway.
+PYSPARK_JARS := $(wildcard $(VENV)/lib/python3*/site-packages/pyspark/jars)
 MVN ?= mvn
 
-$(JVM_STAMP): $(JVM_POMS) requirements.lock | $(STAMP)
+$(JVM_STAMP): $(JVM_POMS) $(PYSPARK_JARS) | $(STAMP)
 	@command -v $(MVN) >/dev/null || { echo "jvm-jars: Maven ($(MVN)) is not installed" >&2; exit 1; }
 	rm -rf $(JVM_STAGING) $(JVM_STAMP)
 	$(MVN) -q -B -Dstyle.color=never -Djvm.out=$(CURDIR)/$(JVM_STAGING) -f deploy/jvm/pom.xml package

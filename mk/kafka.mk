@@ -14,7 +14,7 @@ kafka-wipe: ## stop the local Kafka broker and delete its data and logs
 	$(PY) -m offsetscope.harness.broker down --wipe $(BROKER_ARGS)
 
 kafka-status: ## is the local Kafka broker running, and where
-	@$(PY) -m offsetscope.harness.broker status $(BROKER_ARGS)
+	@$(PY) -m offsetscope.harness.broker status $(BROKER_ARGS) || test $$? -eq 3  # 3 = not running
 
 .PHONY: kafka-up kafka-down kafka-wipe kafka-status
 
