@@ -21,7 +21,13 @@ from typing import Any
 
 from offsetscope.protocol import errors
 from offsetscope.protocol.records import CoordinatorRecord, DecodedRecord, UnknownRecord
-from offsetscope.protocol.registry import BY_TOPIC, INTERNAL_TOPICS, RecordType, record_type
+from offsetscope.protocol.registry import (
+    BY_TOPIC,
+    INTERNAL_TOPICS,
+    RECORD_TYPES,
+    RecordType,
+    record_type,
+)
 
 _INT16 = struct.Struct(">h")
 
@@ -131,17 +137,43 @@ def _opt_bytes(value: bytes | None) -> bytes | None:
 
 def encode_record(record: CoordinatorRecord) -> tuple[bytes, bytes | None]:
     """Serialise a record to ``(key, value)`` bytes exactly as Kafka's serde does."""
-    rt = _type_of(record.topic, record.record_type)
-    key = bytearray(_INT16.pack(rt.id))
-    rt.key.writer(0)(record.key, key)
+    writers = _WRITERS.get((record.topic, record.record_type))
+    if writers is None:
+        _type_of(record.topic, record.record_type)  # raises the precise error
+        raise AssertionError("unreachable")
+    key = bytearray(writers.key_prefix)
+    writers.key(record.key, key)
     if record.value is None:
         return bytes(key), None
     version = record.value_version
-    if version is None:
-        raise ValueError(f"{rt.value.name}: a non-tombstone record needs a value version")
+    write = writers.values.get(version) if version is not None else None
+    if write is None:
+        name = writers.record_type.value.name
+        if version is None:
+            raise ValueError(f"{name}: a non-tombstone record needs a value version")
+        raise errors.UnsupportedVersionError(name, version)
     value = bytearray(_INT16.pack(version))
-    rt.value.writer(version)(record.value, value)
+    write(record.value, value)
     return bytes(key), bytes(value)
+
+
+Writer = Callable[[Mapping[str, Any], bytearray], None]
+
+
+@dataclass(frozen=True, slots=True)
+class _TypeWriters:
+    record_type: RecordType
+    key_prefix: bytes
+    key: Writer
+    values: dict[int, Writer]
+
+
+_WRITERS: dict[tuple[str, int], _TypeWriters] = {
+    (rt.topic, rt.id): _TypeWriters(
+        rt, _INT16.pack(rt.id), rt.key.writer(0), {v: rt.value.writer(v) for v in rt.value.versions}
+    )
+    for rt in RECORD_TYPES
+}
 
 
 def make_record(

@@ -704,7 +704,11 @@ class _Generator:
             for f in tagged:
                 dflt = self._const(f.default_value())
                 body(f"x = d.get({f.json_name!r}, {dflt})")
-                body(f"if x != {dflt}:")
+                if f.type == "uuid" and not f.is_array:
+                    # UUID equality is slow Python code; the default is the zero uuid.
+                    body("if x is not None and x.int:")
+                else:
+                    body(f"if x != {dflt}:")
                 inner = body.indent()
                 inner("t = bytearray()")
                 self._write_value(inner, f, "x", flexible, subs, out="t")
@@ -714,11 +718,14 @@ class _Generator:
             body("if unknown:")
             body("    tags.extend(unknown)")
             body("    tags.sort(key=lambda kv: kv[0])")
-            body("_write_uvarint(len(tags), out)")
-            body("for tag, payload in tags:")
-            body("    _write_uvarint(tag, out)")
-            body("    _write_uvarint(len(payload), out)")
-            body("    out += payload")
+            body("if not tags:")
+            body("    out.append(0)")
+            body("else:")
+            body("    _write_uvarint(len(tags), out)")
+            body("    for tag, payload in tags:")
+            body("        _write_uvarint(tag, out)")
+            body("        _write_uvarint(len(payload), out)")
+            body("        out += payload")
         body("return None")
         src.dedent()
         return name
@@ -782,7 +789,7 @@ class _Generator:
             body(f"{out} += {s}.pack({var})")
             return
         if typ == "uuid":
-            body(f"{out} += {var}.bytes")
+            body(f"{out} += {var}.int.to_bytes(16, 'big')")
             return
         null_bytes = "b'\\xff\\xff'" if typ == "string" else "b'\\xff\\xff\\xff\\xff'"
         body(f"if {var} is None:")
@@ -797,7 +804,9 @@ class _Generator:
         else:
             inner(f"b = {var}")
         if flexible:
-            inner(f"_write_uvarint(len(b) + 1, {out})")
+            # Compact lengths are almost always one byte; skip the call for those.
+            inner("n = len(b) + 1")
+            inner(f"{out}.append(n) if n < 128 else _write_uvarint(n, {out})")
         elif typ == "string":
             inner(f"{out} += {self._const(struct.Struct('>h'))}.pack(len(b))")
         else:
