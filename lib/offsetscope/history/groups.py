@@ -46,14 +46,13 @@ follows the group's current size, never its history.
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from offsetscope.history.codec import JsonState
+from offsetscope.history.codec import JsonState, evolve
 from offsetscope.history.events import (
     ConsumerGroupEvent,
     Coordinates,
@@ -265,6 +264,9 @@ class _Folder:
         self.kmembers: dict[str, KipMember] = {m.member_id: m for m in kip.members}
         self.target: dict[str, tuple[TopicPartition, ...]] = dict(kip.target)
         self.target_epoch = kip.target_epoch
+        # Members not yet STABLE at the target epoch; rebuilt lazily when the target moves, so
+        # the state check after each record is O(1) instead of O(members).
+        self.unreconciled: set[str] | None = None
         self.owners = kip.owners
         self.owners_epoch = kip.owners_epoch
         self.base_owners = kip.base_owners
@@ -372,6 +374,10 @@ class _Folder:
         self._put(self.out_gen, (row.group_id, row.group_life, row.generation), row)
 
     def _emit_session(self, row: SessionRow) -> None:
+        if row.left_at is None and row.last_generation is not None:
+            # Open sessions are emitted without their moving last generation (it is the
+            # group's current one), so a rebalance rewrites only the sessions that changed.
+            row = evolve(row, last_generation=None)
         self._put(self.out_sess, (row.group_id, row.group_life, row.member_id), row)
 
     def _transition(
@@ -414,15 +420,29 @@ class _Folder:
         self.state = state
 
     def _close_sessions(self, left_at: int, reason: str) -> None:
+        last = self.current.generation if self.kind == CLASSIC and self.current else None
         for sid in list(self.sessions):
-            self._close(sid, left_at, reason)
+            self._close(sid, left_at, reason, last_generation=last)
 
     def _close(
-        self, member_id: str, left_at: int, reason: str, replaced_by: str | None = None
+        self,
+        member_id: str,
+        left_at: int,
+        reason: str,
+        replaced_by: str | None = None,
+        *,
+        last_generation: int | None = None,
     ) -> SessionRow:
+        """End an open session; classic callers name its last generation, KIP-848 tracks it."""
         session = self.sessions.pop(member_id)
-        closed = dataclasses.replace(
-            session, left_at=left_at, end_reason=reason, replaced_by=replaced_by
+        closed = evolve(
+            session,
+            left_at=left_at,
+            end_reason=reason,
+            replaced_by=replaced_by,
+            last_generation=(
+                session.last_generation if last_generation is None else last_generation
+            ),
         )
         self._emit_session(closed)
         return closed
@@ -442,6 +462,7 @@ class _Folder:
         self.kmembers = {}
         self.target = {}
         self.target_epoch = 0
+        self.unreconciled = None
         self.owners, self.owners_epoch, self.base_owners = (), -1, ()
         self.deleting = False
         self.left_static = {}
@@ -596,7 +617,7 @@ class _Folder:
         self._emit_generation(row)
         self._emit_assignments(row)
         self._count_rebalances(rebalances, completed)
-        self._classic_sessions(row, replaced, completed)
+        self._classic_sessions(row, replaced, completed, prev.generation if prev else None)
         self._set_state(row.state, ts if not empty else completed)
 
     def _classic_transitions(
@@ -679,28 +700,36 @@ class _Folder:
         )
 
     def _classic_sessions(
-        self, row: GenerationRow, replaced: tuple[Replacement, ...], at: int
+        self, row: GenerationRow, replaced: tuple[Replacement, ...], at: int, last: int | None
     ) -> None:
+        """Open, update and close sessions for ``row``; ``last``: leavers' last generation."""
         by_id = {m.member_id: m for m in row.members}
         old_to_new = {r.old_member_id: r.new_member_id for r in replaced}
         new_to_old = {r.new_member_id: r.old_member_id for r in replaced}
         for sid in list(self.sessions):
             if sid in by_id:
-                m = by_id[sid]
-                updated = dataclasses.replace(
-                    self.sessions[sid],
-                    last_generation=row.generation,
-                    client_id=m.client_id,
-                    client_host=m.client_host,
-                    session_timeout_ms=m.session_timeout_ms,
-                    rebalance_timeout_ms=m.rebalance_timeout_ms,
-                )
-                self.sessions[sid] = updated
-                self._emit_session(updated)
+                m, old = by_id[sid], self.sessions[sid]
+                facts = (m.client_id, m.client_host, m.session_timeout_ms, m.rebalance_timeout_ms)
+                if facts != (
+                    old.client_id,
+                    old.client_host,
+                    old.session_timeout_ms,
+                    old.rebalance_timeout_ms,
+                ):
+                    updated = evolve(
+                        old,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        session_timeout_ms=m.session_timeout_ms,
+                        rebalance_timeout_ms=m.rebalance_timeout_ms,
+                    )
+                    self.sessions[sid] = updated
+                    self._emit_session(updated)
             elif sid in old_to_new:
-                self._close(sid, at, "replaced", old_to_new[sid])
+                self._close(sid, at, "replaced", old_to_new[sid], last_generation=last)
             else:
-                self._close(sid, at, "group_emptied" if not row.members else "left")
+                reason = "group_emptied" if not row.members else "left"
+                self._close(sid, at, reason, last_generation=last)
         for m in row.members:
             if m.member_id not in self.sessions:
                 self._open(m, row.generation, at, new_to_old.get(m.member_id))
@@ -720,7 +749,7 @@ class _Folder:
             session_timeout_ms=m.session_timeout_ms,
             rebalance_timeout_ms=m.rebalance_timeout_ms,
             first_generation=generation,
-            last_generation=generation,
+            last_generation=None,
             joined_at=at,
             left_at=None,
             end_reason=None,
@@ -737,7 +766,7 @@ class _Folder:
         members = tuple(_classic_member(m) for m in e.members)
         assignment = tuple((m.member_id, m.assigned) for m in e.members if m.assigned is not None)
         joined, left, replaced = _diff_members(prev.members, members)
-        row = dataclasses.replace(
+        row = evolve(
             prev,
             members=members,
             member_count=len(members),
@@ -755,7 +784,7 @@ class _Folder:
         self._emit_generation(row)
         if row.assignment != prev.assignment:
             self._emit_assignments(row)
-        self._classic_sessions(row, replaced, ts)
+        self._classic_sessions(row, replaced, ts, row.generation)
 
     def _emit_assignments(
         self, row: GenerationRow, ids: Mapping[tuple[str, int], str] | None = None
@@ -802,7 +831,7 @@ class _Folder:
         if rt == 3:
             if v is None:
                 self._to_dead(at, "consumer group deleted, or converted to a classic group")
-                self.kmembers, self.target = {}, {}
+                self.kmembers, self.target, self.unreconciled = {}, {}, None
                 return
             self._kip_epoch(at, int(v["epoch"]))
         elif rt == 4 and v is not None:
@@ -831,7 +860,7 @@ class _Folder:
         prev = self.current
         if prev is not None and epoch == prev.generation:
             self._emit_generation(
-                dataclasses.replace(prev, updated_at=at.timestamp, last_record_offset=at.offset)
+                evolve(prev, updated_at=at.timestamp, last_record_offset=at.offset)
             )
             return
         members = self._kip_snapshot()
@@ -893,6 +922,8 @@ class _Folder:
         )
 
     def _kip_assignment(self, at: Coordinates, epoch: int, stamp: int | None) -> None:
+        if epoch != self.target_epoch:
+            self.unreconciled = None
         self.target_epoch = epoch
         row = self.current
         if row is None or row.generation != epoch:
@@ -913,7 +944,7 @@ class _Folder:
                 (self._name(t), p) for t, p, o in owners if (t, p) in before and before[(t, p)] != o
             )
         )
-        row = dataclasses.replace(
+        row = evolve(
             row,
             members=self._kip_snapshot(),
             member_count=len(self.kmembers),
@@ -952,6 +983,7 @@ class _Folder:
             self.left_static, self.left_static_at = {}, ts
         if v is None:
             gone = self.kmembers.pop(mid, None)
+            self._track(mid)
             if mid not in self.sessions:
                 return
             inst = self.sessions[mid].instance_id
@@ -988,8 +1020,9 @@ class _Folder:
             member_state=old.member_state if old else _STABLE_MEMBER,
         )
         self.kmembers[mid] = member
+        self._track(mid)
         if mid in self.sessions:
-            updated = dataclasses.replace(
+            updated = evolve(
                 self.sessions[mid],
                 client_id=member.client_id,
                 client_host=member.client_host,
@@ -997,8 +1030,9 @@ class _Folder:
                 rebalance_timeout_ms=member.rebalance_timeout_ms,
                 session_timeout_ms=member.session_timeout_ms,
             )
-            self.sessions[mid] = updated
-            self._emit_session(updated)
+            if updated != self.sessions[mid]:
+                self.sessions[mid] = updated
+                self._emit_session(updated)
             return
         replaces = None
         inst = member.instance_id
@@ -1007,9 +1041,7 @@ class _Folder:
             if earlier is not None:
                 # Same coordinator write: the old member's tombstones, then this one.
                 replaces = earlier.member_id
-                self._emit_session(
-                    dataclasses.replace(earlier, end_reason="replaced", replaced_by=mid)
-                )
+                self._emit_session(evolve(earlier, end_reason="replaced", replaced_by=mid))
                 self._mark_replacement(inst, earlier.member_id, mid)
         self._open(_kip_generation_member(member), None, ts, replaces)
 
@@ -1019,7 +1051,7 @@ class _Folder:
         if row is None or not any(m.member_id == old for m in row.members):
             return
         self._emit_generation(
-            dataclasses.replace(
+            evolve(
                 row,
                 members=self._kip_snapshot(),
                 member_count=len(self.kmembers),
@@ -1036,17 +1068,39 @@ class _Folder:
         old = self.kmembers.get(mid)
         if old is None:
             old = KipMember(mid, None, None, "", "", (), -1, -1, None, 0, _STABLE_MEMBER)
-        self.kmembers[mid] = dataclasses.replace(old, member_epoch=epoch, member_state=state)
+        self.kmembers[mid] = evolve(old, member_epoch=epoch, member_state=state)
+        self._track(mid)
         session = self.sessions.get(mid)
         if session is None:
             session = self._open(
                 _kip_generation_member(self.kmembers[mid]), None, e.at.timestamp, None
             )
+        if epoch < 0:
+            return  # -1 leaving / -2 static member away: not an epoch it worked in
         first = session.first_generation if session.first_generation is not None else epoch
         if (first, epoch) != (session.first_generation, session.last_generation):
-            updated = dataclasses.replace(session, first_generation=first, last_generation=epoch)
+            updated = evolve(session, first_generation=first, last_generation=epoch)
             self.sessions[mid] = updated
-            self._emit_session(updated)
+            if first != session.first_generation:
+                self._emit_session(updated)
+
+    def _reconciled(self, m: KipMember) -> bool:
+        # Kafka's ConsumerGroupMember.isReconciledTo(targetAssignmentEpoch)
+        return m.member_state == _STABLE_MEMBER and m.member_epoch == self.target_epoch
+
+    def _track(self, member_id: str) -> None:
+        if self.unreconciled is None:
+            return
+        m = self.kmembers.get(member_id)
+        if m is None or self._reconciled(m):
+            self.unreconciled.discard(member_id)
+        else:
+            self.unreconciled.add(member_id)
+
+    def _any_unreconciled(self) -> bool:
+        if self.unreconciled is None:
+            self.unreconciled = {mid for mid, m in self.kmembers.items() if not self._reconciled(m)}
+        return bool(self.unreconciled)
 
     def _kip_recompute(self, at: Coordinates, record_type: int) -> None:
         if self.state == _K.DEAD.value and self.life_ended:
@@ -1056,10 +1110,7 @@ class _Folder:
             new = _K.EMPTY
         elif group_epoch > self.target_epoch:
             new = _K.ASSIGNING
-        elif any(
-            m.member_state != _STABLE_MEMBER or m.member_epoch != self.target_epoch
-            for m in self.kmembers.values()
-        ):
+        elif self._any_unreconciled():
             new = _K.RECONCILING
         else:
             new = _K.STABLE
@@ -1078,7 +1129,7 @@ class _Folder:
         )
         self._set_state(new.value, ts)
         if self.current is not None and self.current.state != new.value:
-            self._emit_generation(dataclasses.replace(self.current, state=new.value))
+            self._emit_generation(evolve(self.current, state=new.value))
 
 
 _KIP_RECORD_NAMES = {

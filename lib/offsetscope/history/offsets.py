@@ -32,11 +32,10 @@ records -- bounded by the transactions in flight, never by history.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from offsetscope.history.codec import JsonState
+from offsetscope.history.codec import JsonState, evolve
 from offsetscope.history.events import ControlEvent, Event, OffsetCommitEvent
 from offsetscope.history.rows import OffsetCommitRow
 
@@ -95,6 +94,11 @@ def fold_offsets(
     pending: dict[int, PendingCommit] = (
         {p.row.record_offset: p for p in state.pending} if state is not None else {}
     )
+    # key -> record offsets of its pending commits (all producers), so a commit costs O(1)
+    # however many commits are pending
+    by_key: dict[CommitKey, list[int]] = {}
+    for off, p in pending.items():
+        by_key.setdefault(_key(p.row), []).append(off)
     out: dict[int, OffsetCommitRow] = {}
 
     def emit(row: OffsetCommitRow) -> None:
@@ -103,9 +107,18 @@ def fold_offsets(
 
     def materialised(key: CommitKey, record_offset: int) -> None:
         # Kafka materialises a pending offset only if no newer record for the key exists.
-        for off, p in pending.items():
-            if off < record_offset and _key(p.row) == key and not p.superseded:
+        for off in by_key.get(key, ()):
+            p = pending[off]
+            if off < record_offset and not p.superseded:
                 pending[off] = PendingCommit(p.row, True)
+
+    def unpend(off: int) -> PendingCommit:
+        p = pending.pop(off)
+        offsets = by_key[_key(p.row)]
+        offsets.remove(off)
+        if not offsets:
+            del by_key[_key(p.row)]
+        return p
 
     for e in records:
         if e.at.offset <= last:
@@ -117,7 +130,7 @@ def fold_offsets(
                 continue
             mine = [p for p in pending.values() if p.row.producer_id == e.at.producer_id]
             for p in mine:
-                del pending[p.row.record_offset]
+                unpend(p.row.record_offset)
             if e.control_type == "ABORT":
                 for p in mine:
                     emit(_resolve(p.row, ABORTED, ts, "abort_marker", None))
@@ -133,19 +146,20 @@ def fold_offsets(
                 else:
                     emit(_resolve(p.row, SUPERSEDED, ts, "commit_marker", None))
             continue
-        row = _row(e)
-        key = _key(row)
-        if row.is_tombstone:
-            for off in [o for o, p in pending.items() if _key(p.row) == key]:
-                emit(_resolve(pending.pop(off).row, DROPPED, ts, "tombstone", None))
-            emit(_resolve(row, COMMITTED, ts, "tombstone", ts))
-        elif e.is_transactional and markers_visible:
+        key = (e.group, e.topic, e.partition)
+        if e.offset is None:
+            for off in list(by_key.get(key, ())):
+                emit(_resolve(unpend(off).row, DROPPED, ts, "tombstone", None))
+            emit(_row(e, COMMITTED, "tombstone"))
+        elif e.at.is_transactional and markers_visible:
+            row = _row(e, PENDING, None)
             pending[row.record_offset] = PendingCommit(row, False)
+            by_key.setdefault(key, []).append(row.record_offset)
             emit(row)
         else:
-            how = "read_committed_source" if e.is_transactional else "non_transactional"
-            emit(_resolve(row, COMMITTED, ts, how, ts))
-            materialised(key, row.record_offset)
+            how = "read_committed_source" if e.at.is_transactional else "non_transactional"
+            emit(_row(e, COMMITTED, how))
+            materialised(key, e.at.offset)
     new_state = OffsetsState(partition, last, tuple(pending[o] for o in sorted(pending)))
     return new_state, tuple(out.values())
 
@@ -157,13 +171,13 @@ def _key(row: OffsetCommitRow) -> CommitKey:
 def _resolve(
     row: OffsetCommitRow, status: str, at: int, how: str, effective: int | None
 ) -> OffsetCommitRow:
-    return dataclasses.replace(
-        row, status=status, resolved_at=at, resolved_by=how, effective_at=effective
-    )
+    return evolve(row, status=status, resolved_at=at, resolved_by=how, effective_at=effective)
 
 
-def _row(e: OffsetCommitEvent) -> OffsetCommitRow:
+def _row(e: OffsetCommitEvent, status: str, how: str | None) -> OffsetCommitRow:
+    """The event's row; resolved at its own record time unless it is ``pending``."""
     tombstone = e.offset is None
+    ts = None if status == PENDING else e.at.timestamp
     return OffsetCommitRow(
         group_id=e.group,
         topic=e.topic,
@@ -181,8 +195,8 @@ def _row(e: OffsetCommitEvent) -> OffsetCommitRow:
         transactional=e.is_transactional,
         producer_id=e.at.producer_id if e.is_transactional else None,
         producer_epoch=e.at.producer_epoch if e.is_transactional else None,
-        status=PENDING,
-        resolved_at=None,
-        resolved_by=None,
-        effective_at=None,
+        status=status,
+        resolved_at=ts,
+        resolved_by=how,
+        effective_at=ts,
     )

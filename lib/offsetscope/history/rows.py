@@ -119,6 +119,8 @@ class SessionRow:
     session_timeout_ms: int
     rebalance_timeout_ms: int
     first_generation: int | None
+    # Written when the session ends; null while open (the member is in the current generation),
+    # so a rebalance rewrites only the sessions that started, ended or changed.
     last_generation: int | None
     joined_at: int
     left_at: int | None

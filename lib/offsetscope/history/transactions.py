@@ -38,11 +38,10 @@ possible, the last status, producer id and epoch -- a few rows, whatever the his
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from offsetscope.history.codec import JsonState
+from offsetscope.history.codec import JsonState, evolve
 from offsetscope.history.events import Event, TopicPartition, TransactionLogEvent
 from offsetscope.history.rows import TransactionRow, TxnStatusRow
 from offsetscope.protocol.transaction_log import TransactionStatus, status_name
@@ -166,7 +165,7 @@ class _TxnFolder:
         if e.tombstone:
             self._step(e, 0, ts, s.status, "Dead", False, "transactional id expired (tombstone)")
             # Kafka expires only ids in Empty/Complete*; nothing can still be open.
-            self.s = dataclasses.replace(
+            self.s = evolve(
                 s,
                 last_offset=e.at.offset,
                 record_partition=e.at.partition,
@@ -194,7 +193,7 @@ class _TxnFolder:
             if awaiting is not None:
                 fenced = awaiting.fenced or awaiting.end_reason == "client_abort"
                 self._emit(
-                    dataclasses.replace(
+                    evolve(
                         awaiting,
                         fenced=fenced,
                         end_reason="fenced" if fenced else awaiting.end_reason,
@@ -215,7 +214,7 @@ class _TxnFolder:
             else:
                 parts = _union(open_row.partitions, e.partitions or ())
                 open_row = self._emit(
-                    dataclasses.replace(
+                    evolve(
                         open_row,
                         partitions=parts,
                         partition_count=len(parts),
@@ -292,7 +291,7 @@ class _TxnFolder:
                     open_row, e, at, COMMITTED if commit else ABORTED, None, True, complete=False
                 )
             row = self._emit(
-                dataclasses.replace(
+                evolve(
                     open_row,
                     state=name,
                     completed_at=ts,
@@ -324,7 +323,7 @@ def _advance(
     awaiting: TransactionRow | None,
     ts: int,
 ) -> TxnIdState:
-    return dataclasses.replace(
+    return evolve(
         s,
         record_partition=e.at.partition,
         last_offset=e.at.offset,
@@ -389,7 +388,7 @@ def _end(
     complete: bool,
 ) -> TransactionRow:
     parts = _union(row.partitions, e.partitions or ())
-    return dataclasses.replace(
+    return evolve(
         row,
         state=status_name(e.status),
         outcome=outcome,
