@@ -399,6 +399,26 @@ def test_kip848_topic_names_from_partition_metadata() -> None:
     assert [(r.topic, r.topic_id) for r in rows] == [("orders", "bx4KUhudTC6NQy18HwqbEQ")]
 
 
+def test_kip848_topic_names_from_the_caller_apply_but_are_not_kept() -> None:
+    log = Log()
+    kip_join(log, "m1", 1, {"m1": [0]}, T0)
+    state, out = fold_group(None, log.events, topic_names={"bx4KUhudTC6NQy18HwqbEQ": "orders"})
+    assert state is not None
+    assert out.generations[-1].assignment == (("m1", (("orders", 0),)),)
+    assert state.topic_names == ()
+
+
+def test_kip848_topic_names_learned_from_v4_offset_commits_apply_to_later_records() -> None:
+    log = Log()
+    kip_join(log, "m1", 1, {"m1": [0]}, T0)  # before the commit: only the id is known
+    log.commit(G, "orders", 0, 5, T0 + S, topic_id=TOPIC)
+    kip_join(log, "m2", 2, {"m1": [0], "m2": [1]}, T0 + 2 * S)
+    _, out = run(log)
+    first, second = generations(out)
+    assert first.assignment == (("m1", (("bx4KUhudTC6NQy18HwqbEQ", 0),)),)
+    assert second.assignment == (("m1", (("orders", 0),)), ("m2", (("orders", 1),)))
+
+
 def test_kip848_member_leaves_then_group_deleted() -> None:
     log = Log()
     kip_join(log, "m1", 1, {"m1": [0, 1]}, T0)

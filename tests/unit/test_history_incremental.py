@@ -27,6 +27,7 @@ from offsetscope.protocol.transaction_log import TransactionStatus as St
 
 S = 1_000
 TOPIC = uuid.UUID("0b6e9d8c-4a51-4f7e-9a7e-5b1c2d3e4f50")
+TOPIC2 = uuid.UUID("7d1c3a90-5e2f-4b6a-8c9d-0e1f2a3b4c5d")
 
 
 def scenario() -> list[Event]:
@@ -77,12 +78,13 @@ def scenario() -> list[Event]:
     p0.target("k", "m3", {TOPIC: [1]}, ts)
     p0.target_epoch("k", 2, ts)
     p0.current("k", "m3", 2, {TOPIC: [1]}, ts + S)
+    p0.commit("k", "audit", 0, 3, T0 + 40 * S, topic_id=TOPIC2)  # teaches the name "audit"
     ts = T0 + 45 * S  # m1 leaves
     p0.current("k", "m1", 0, None, ts)
     p0.target("k", "m1", None, ts)
     p0.member("k", "m1", ts, tombstone=True)
     p0.epoch("k", 3, ts)
-    p0.target("k", "m3", {TOPIC: [0, 1]}, ts)
+    p0.target("k", "m3", {TOPIC: [0, 1], TOPIC2: [0]}, ts)
     p0.target_epoch("k", 3, ts)
 
     p1 = Log(partition=1)
@@ -159,6 +161,8 @@ def test_the_scenario_exercises_every_table() -> None:
     reasons = {r.end_reason for r in WHOLE["transactions"].values()}
     assert reasons == {"client_commit", "timeout", "fenced"}
     assert any(r.static_replacements for r in WHOLE["group_generations"].values())
+    topics = {r.topic for r in WHOLE["partition_assignments"].values() if r.group_id == "k"}
+    assert topics == {"events", "audit"}
 
 
 @settings(max_examples=60, deadline=None)

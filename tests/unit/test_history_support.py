@@ -107,12 +107,22 @@ class Log:
         *,
         pid: int | None = None,
         epoch: int = 0,
+        topic_id: uuid.UUID | None = None,
     ) -> Event:
-        value = {"offset": offset, "leaderEpoch": -1, "metadata": "", "commitTimestamp": ts}
+        value: dict[str, Any] = {
+            "offset": offset,
+            "leaderEpoch": -1,
+            "metadata": "",
+            "commitTimestamp": ts,
+        }
+        version = 3
+        if topic_id is not None:  # Kafka 4.1+ writes v4 with the commit's topic id
+            value["topicId"] = topic_id
+            version = 4
         key = {"group": group, "topic": topic, "partition": partition}
         if pid is None:
-            return self.record(1, key, value, ts, version=3)
-        return self.record(1, key, value, ts, version=3, pid=pid, epoch=epoch, txn=True)
+            return self.record(1, key, value, ts, version=version)
+        return self.record(1, key, value, ts, version=version, pid=pid, epoch=epoch, txn=True)
 
     def offset_tombstone(self, group: str, topic: str, partition: int, ts: int) -> Event:
         return self.record(1, {"group": group, "topic": topic, "partition": partition}, None, ts)

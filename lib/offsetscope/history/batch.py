@@ -14,6 +14,7 @@ deliver); the relative order of different partitions does not matter.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -39,6 +40,10 @@ from offsetscope.history.rows import (
 )
 from offsetscope.history.transactions import TxnIdState, fold_transactions
 from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC
+
+
+def _log_offset(item: GroupInput) -> int:
+    return item.record_offset if isinstance(item, OffsetCommitRow) else item.at.offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,14 +104,19 @@ def fold_batch(
     offsets = dict(states.offsets)
     commit_rows: list[OffsetCommitRow] = []
     for partition in sorted(by_partition):
-        new, rows = fold_offsets(
+        new, produced = fold_offsets(
             offsets.get(partition), by_partition[partition], markers_visible=markers_visible
         )
         if new is not None:
             offsets[partition] = new
-        commit_rows.extend(rows)
-    for row in commit_rows:
-        by_group.setdefault(row.group_id, []).append(row)
+        commit_rows.extend(produced)
+    rows_by_group: dict[str, list[OffsetCommitRow]] = {}
+    for row in sorted(commit_rows, key=lambda r: r.record_offset):
+        rows_by_group.setdefault(row.group_id, []).append(row)
+    for group_id, group_rows in rows_by_group.items():
+        # Merged at their record offsets: a topic name a commit teaches applies from there on.
+        merged = heapq.merge(by_group.get(group_id, []), group_rows, key=_log_offset)
+        by_group[group_id] = list(merged)
 
     groups = dict(states.groups)
     gens: list[GenerationRow] = []

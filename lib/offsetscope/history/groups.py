@@ -182,9 +182,10 @@ def fold_group(
 
     Args:
         state: what the previous call returned, or ``None`` for a group seen for the first time.
-        events: this batch's events of one group id (other event types are ignored; offset
-            commits count through the offsets fold's rows). Events at or below the last folded
-            record offset are skipped, so a replayed batch changes nothing.
+        events: this batch's events of one group id in log order, with the group's
+            ``offset_commits`` rows merged in at their record offsets (other event types are
+            ignored: commits count through the offsets fold's rows). Events at or below the last
+            folded record offset are skipped, so a replayed batch changes nothing.
         topic_names: topic id (Kafka's Base64 text) -> topic name, e.g. from cluster metadata;
             KIP-848 records carry only ids. Names also come from type 4 records and from
             offset commits that carry a topic id.
@@ -254,9 +255,9 @@ class _Folder:
         self.topic_names: dict[str, tuple[str, int]] = (
             {tid: (name, off) for tid, name, off in s.topic_names} if s else {}
         )
-        for tid, name in names.items():
-            # Names handed in by the caller (cluster metadata) apply to everything.
-            self.topic_names[tid] = (name, -1)
+        # Names handed in by the caller (cluster metadata) apply to every record but are not
+        # kept in the state: it would hold the whole cluster's topics for every group.
+        self.given_names = names
         self.at_offset = -1
         kip = s.kip if s else None
         self.has_kip = kip is not None
@@ -972,7 +973,9 @@ class _Folder:
         # Only names learned from earlier records (or given by the caller) apply, so the rows
         # do not depend on how the log was cut into batches.
         known = self.topic_names.get(topic_id)
-        return known[0] if known is not None and known[1] < self.at_offset else topic_id
+        if known is not None and known[1] < self.at_offset:
+            return known[0]
+        return self.given_names.get(topic_id, topic_id)
 
     def _kip_member(self, e: ConsumerGroupEvent) -> None:
         mid, at, v = e.member_id, e.at, e.value
