@@ -29,7 +29,9 @@ the diagnostics go into the same :class:`~offsetscope.protocol.log.reader.ScanRe
 
 from __future__ import annotations
 
+import bisect
 import os
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from offsetscope.protocol.errors import (
+    CorruptBatchError,
     CrcMismatchError,
     DecodeError,
     InvalidLengthError,
@@ -55,6 +58,8 @@ from offsetscope.protocol.log.legacy import decode_legacy_entry
 from offsetscope.protocol.log.model import (
     ATTR_TIMESTAMP_TYPE,
     HEADER_SIZE_UP_TO_MAGIC,
+    LEGACY_RECORD_OVERHEAD_V0,
+    LOG_OVERHEAD,
     MAGIC_V2,
     RECORD_BATCH_OVERHEAD,
     Record,
@@ -85,6 +90,7 @@ _MIN_RECORD_SIZE: Final = 7
 # Chunks are larger than the per-record reader's: every chunk costs a fixed number of numpy
 # rounds, and memory stays bounded all the same.
 DEFAULT_COLUMN_CHUNK_BYTES: Final = 4 * 1024 * 1024
+_MIN_BATCH_SIZE: Final = LOG_OVERHEAD + LEGACY_RECORD_OVERHEAD_V0
 _PAD: Final = 16  # zero bytes after the buffer so gathers past a malformed record stay in bounds
 
 _HEADER_DTYPE: Final = np.dtype(
@@ -105,7 +111,7 @@ _HEADER_DTYPE: Final = np.dtype(
     ]
 )
 assert _HEADER_DTYPE.itemsize == RECORD_BATCH_OVERHEAD
-_HEADER_SPAN: Final = np.arange(RECORD_BATCH_OVERHEAD, dtype=np.int64)
+_NO_HEADER: Final = bytes(RECORD_BATCH_OVERHEAD)
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,79 +321,53 @@ class ColumnChunk:
 # ------------------------------------------------------------------------------- the scan
 
 
-@dataclass(frozen=True, slots=True)
 class _Problem:
     """A diagnostic found while scanning a chunk, and the error strict mode raises for it."""
 
-    position: int
-    error: DecodeError
-    diagnostic: CorruptBatch | CrcMismatch
+    __slots__ = ("diagnostic", "error", "position")
+
+    def __init__(self, error: DecodeError, diagnostic: CorruptBatch | CrcMismatch) -> None:
+        self.position = diagnostic.position
+        self.error = error
+        self.diagnostic = diagnostic
 
 
 class _Scan:
-    """One chunk: framing in Python (per batch), everything per record vectorized.
+    """One chunk: the framing loop fills ``positions``/``sizes``; ``finish`` does the rest.
 
-    ``add`` is called for each framed batch in file order; ``finish`` checks CRCs, decompresses,
-    finds record boundaries and decodes every record field with numpy.
+    Per batch, Python only frames (one ``int32`` read) and checks the CRC-32C (one C call);
+    header fields, counts and codecs are read for all batches at once, compressed sections are
+    decompressed one by one, and every record field is decoded with numpy.
     """
 
-    def __init__(self, data: bytes, base: int, opts: _Options, report: ScanReport) -> None:
+    def __init__(
+        self, data: bytes, base: int, first_index: int, opts: _Options, report: ScanReport
+    ) -> None:
         self.data = data
         self.base = base
+        self.first_index = first_index
         self.opts = opts
         self.report = report
         self.positions: list[int] = []
         self.sizes: list[int] = []
-        self.indexes: list[int] = []
-        self.v2_rows: list[int] = []
+        self.computed_crcs: list[int] = []
+        self.heads: list[bytes] = []
+        # Row counts at which a framed batch was skipped (oversized, unknown magic): batch
+        # indexes in error paths count those too.
+        self.skip_rows: list[int] = []
         self.legacy: dict[int, RecordBatch] = {}
-        self.decoded: list[bool] = []
-        self.crc_valid: list[bool] = []
         self.slow_rows: list[int] = []  # v2 rows whose records carry headers
         self.problems: list[_Problem] = []
+        self.decoded: Bools = np.zeros(0, dtype=np.bool_)
+        self.crc_valid: Bools = np.zeros(0, dtype=np.bool_)
 
-    # -- phase 1: framing (called per batch)
-
-    def add(self, pos: int, size: int, index: int, magic: int) -> None:
-        if magic == MAGIC_V2:
-            self.v2_rows.append(self._new_row(pos, size, index))
-            return
-        try:
-            batch = decode_legacy_entry(
-                self.data,
-                pos,
-                size,
-                base=self.base,
-                path=f"batch[{index}]",
-                max_decompressed_bytes=self.opts.max_decompressed_bytes,
-            )
-        except DecodeError as exc:
-            self._problem(exc, CorruptBatch(self.opts.file, index, self.base + pos, size, exc))
-            return
-        row = self._new_row(pos, size, index)
-        self.legacy[row] = batch
-        if not batch.crc_valid:
-            self._crc_mismatch(row, batch.crc, batch.computed_crc or 0)
-        elif batch.error is not None:
-            self._report_corrupt(row, batch.error)
-        else:
-            self.decoded[row] = True
-
-    def _new_row(self, pos: int, size: int, index: int) -> int:
-        self.positions.append(pos)
-        self.sizes.append(size)
-        self.indexes.append(index)
-        self.crc_valid.append(True)
-        self.decoded.append(False)
-        return len(self.positions) - 1
+    def index_of(self, row: int) -> int:
+        return self.first_index + row + bisect.bisect_right(self.skip_rows, row)
 
     # -- diagnostics
 
-    def _problem(self, error: DecodeError, diagnostic: CorruptBatch | CrcMismatch) -> None:
-        self.problems.append(_Problem(diagnostic.position, error, diagnostic))
-
     def _crc_mismatch(self, row: int, stored: int, computed: int) -> None:
-        pos, index = self.positions[row], self.indexes[row]
+        pos, index = self.positions[row], self.index_of(row)
         self.crc_valid[row] = False
         self.decoded[row] = False
         base_offset = int.from_bytes(self.data[pos : pos + 8], "big", signed=True)
@@ -395,14 +375,14 @@ class _Scan:
         diagnostic = CrcMismatch(
             self.opts.file, index, self.base + pos, self.sizes[row], base_offset, stored, computed
         )
-        self._problem(error, diagnostic)
+        self.problems.append(_Problem(error, diagnostic))
 
     def _reject(self, row: int) -> None:
         """Re-decode with the per-record reader to get the exact error, then report it."""
         batch = self._slow(row)
         error = batch.error or InvalidLengthError(
             "records do not parse",
-            f"batch[{self.indexes[row]}].records",
+            f"batch[{self.index_of(row)}].records",
             self.base + self.positions[row] + RECORD_BATCH_OVERHEAD,
         )
         self._report_corrupt(row, error)
@@ -411,12 +391,12 @@ class _Scan:
         self.decoded[row] = False
         diagnostic = CorruptBatch(
             self.opts.file,
-            self.indexes[row],
+            self.index_of(row),
             self.base + self.positions[row],
             self.sizes[row],
             error,
         )
-        self._problem(error, diagnostic)
+        self.problems.append(_Problem(error, diagnostic))
 
     def _slow(self, row: int) -> RecordBatch:
         return decode_v2_batch(
@@ -424,7 +404,7 @@ class _Scan:
             self.positions[row],
             self.sizes[row],
             base=self.base,
-            path=f"batch[{self.indexes[row]}]",
+            path=f"batch[{self.index_of(row)}]",
             max_decompressed_bytes=self.opts.max_decompressed_bytes,
         )
 
@@ -437,36 +417,38 @@ class _Scan:
             raise self.problems[0].error
         self.report.diagnostics.extend(p.diagnostic for p in self.problems)
 
-    # -- phase 2: per batch checks, then vectorized records
+    # -- after framing
 
     def finish(self) -> ColumnChunk:
         n = len(self.positions)
         data = self.data
         raw_data = np.frombuffer(data, dtype=np.uint8)
         pos = np.asarray(self.positions, dtype=np.int64)
+        size = np.asarray(self.sizes, dtype=np.int64)
+        self.decoded = np.zeros(n, dtype=np.bool_)
+        self.crc_valid = np.ones(n, dtype=np.bool_)
         headers = _empty_headers(n)
         headers["position"][:] = pos + self.base
-        headers["size"][:] = np.asarray(self.sizes, dtype=np.int64)
-        v2 = np.asarray(self.v2_rows, dtype=np.int64)
-        raw: Any = None
+        headers["size"][:] = size
+        magic = raw_data[pos + 16] if n else np.zeros(0, dtype=np.uint8)
+        v2 = np.flatnonzero(magic == MAGIC_V2)
+        for row in np.flatnonzero(magic != MAGIC_V2).tolist():
+            self._legacy(row, headers)
+        regions: tuple[I64, I64, I64, I64] | None = None
+        extra: list[bytes] = []
         if len(v2):
-            raw = raw_data[pos[v2, None] + _HEADER_SPAN].view(_HEADER_DTYPE).reshape(-1)
+            raw = np.frombuffer(b"".join(self.heads), dtype=_HEADER_DTYPE)[v2]
             for name in _COPIED_HEADER_FIELDS:
                 headers[name][v2] = raw[name]
             headers["last_offset"][v2] = raw["base_offset"] + raw["last_offset_delta"]
-        for row, batch in self.legacy.items():
-            for name in _COPIED_HEADER_FIELDS:
-                headers[name][row] = getattr(batch, name)
-            headers["last_offset"][row] = batch.last_offset
-
-        regions, extra = self._regions(raw)
+            regions, extra = self._regions(v2, raw, pos, size)
         joined = b"".join((data, *extra, bytes(_PAD)))
         buffer = np.frombuffer(joined, dtype=np.uint8)
         cols = self._v2_records(joined, buffer, headers, regions)
         if self.legacy or self.slow_rows:
             buffer, cols = self._merge_slow(buffer, cols)
-        headers["crc_valid"][:] = np.asarray(self.crc_valid, dtype=np.bool_)
-        headers["decoded"][:] = np.asarray(self.decoded, dtype=np.bool_)
+        headers["crc_valid"][:] = self.crc_valid
+        headers["decoded"][:] = self.decoded
         counts = np.bincount(cols["batch"], minlength=n)
         ends = np.cumsum(counts)
         headers["record_end"][:] = ends
@@ -477,69 +459,92 @@ class _Scan:
             records=RecordColumns(buffer=buffer, **cols),
         )
 
-    def _regions(self, raw: Any) -> tuple[list[tuple[int, int, int, int]], list[bytes]]:
-        """CRC, count and codec checks per v2 batch; decompression; the records' regions.
+    def _legacy(self, row: int, headers: dict[str, Any]) -> None:
+        pos, size = self.positions[row], self.sizes[row]
+        try:
+            batch = decode_legacy_entry(
+                self.data,
+                pos,
+                size,
+                base=self.base,
+                path=f"batch[{self.index_of(row)}]",
+                max_decompressed_bytes=self.opts.max_decompressed_bytes,
+            )
+        except DecodeError as exc:
+            self._report_corrupt(row, exc)
+            return
+        for name in _COPIED_HEADER_FIELDS:
+            headers[name][row] = getattr(batch, name)
+        headers["last_offset"][row] = batch.last_offset
+        self.legacy[row] = batch
+        if not batch.crc_valid:
+            self._crc_mismatch(row, batch.crc, batch.computed_crc or 0)
+        elif batch.error is not None:
+            self._report_corrupt(row, batch.error)
+        else:
+            self.decoded[row] = True
 
-        Returns ``(regions, extra)``: ``(row, start, end, count)`` in the combined buffer
-        (``data`` followed by the ``extra`` decompressed sections), and those sections.
+    def _regions(
+        self, v2: I64, raw: Any, pos: I64, size: I64
+    ) -> tuple[tuple[I64, I64, I64, I64], list[bytes]]:
+        """CRC, count and codec checks; decompression; where each batch's records are.
+
+        Returns ``((rows, starts, ends, counts), extra)`` in row order, positions in the
+        combined buffer (``data`` followed by the ``extra`` decompressed sections).
         """
-        if raw is None:
-            return [], []
         data = self.data
         view = memoryview(data)
-        regions: list[tuple[int, int, int, int]] = []
+        stored = raw["crc"].astype(np.int64)
+        computed = np.asarray(self.computed_crcs, dtype=np.int64)[v2]
+        for i in np.flatnonzero(stored != computed).tolist():
+            self._crc_mismatch(int(v2[i]), int(stored[i]), int(computed[i]))
+        counts = raw["records_count"].astype(np.int64)
+        codecs = raw["attributes"].astype(np.int64) & 0x07
+        ok = self.crc_valid[v2]
+        self.decoded[v2[ok & (counts == 0)]] = True
+        for row in v2[ok & ((counts < 0) | (codecs > 4))].tolist():
+            self._reject(row)
+        live = ok & (counts > 0) & (codecs <= 4)
+        region_rows = v2[live]
+        starts = pos[region_rows] + RECORD_BATCH_OVERHEAD
+        ends = pos[region_rows] + size[region_rows]
+        region_counts = counts[live]
+        region_codecs = codecs[live]
+        alive = np.ones(len(region_rows), dtype=np.bool_)
         extra: list[bytes] = []
         shift = len(data)
-        stored_crcs = raw["crc"].tolist()
-        attributes = raw["attributes"].tolist()
-        counts = raw["records_count"].tolist()
-        for i, row in enumerate(self.v2_rows):
-            pos, size = self.positions[row], self.sizes[row]
-            computed = crc32c.crc32c(view[pos + 21 : pos + size])
-            if computed != stored_crcs[i]:
-                self._crc_mismatch(row, stored_crcs[i], computed)
+        for j in np.flatnonzero(region_codecs).tolist():
+            try:
+                payload = decompress(
+                    Compression(int(region_codecs[j])),
+                    view[int(starts[j]) : int(ends[j])],
+                    limit=self.opts.max_decompressed_bytes,
+                )
+            except DecodeError:
+                self._reject(int(region_rows[j]))
+                alive[j] = False
                 continue
-            count = counts[i]
-            codec = attributes[i] & 0x07
-            if count == 0:
-                self.decoded[row] = True
-                continue
-            if count < 0 or codec > 4:
-                self._reject(row)
-                continue
-            start, end = pos + RECORD_BATCH_OVERHEAD, pos + size
-            if codec:
-                try:
-                    payload = decompress(
-                        Compression(codec),
-                        view[start:end],
-                        limit=self.opts.max_decompressed_bytes,
-                    )
-                except DecodeError:
-                    self._reject(row)
-                    continue
-                extra.append(payload)
-                start, end = shift, shift + len(payload)
-                shift = end
-            if count > (end - start) // _MIN_RECORD_SIZE:
-                # A hostile count must not size any array: it cannot fit, so it is an error.
-                self._reject(row)
-                continue
-            regions.append((row, start, end, count))
-            self.decoded[row] = True
-        return regions, extra
+            extra.append(payload)
+            starts[j], ends[j] = shift, shift + len(payload)
+            shift += len(payload)
+        # A hostile count must not size any array: if it cannot fit, it is an error.
+        fits = region_counts <= (ends - starts) // _MIN_RECORD_SIZE
+        for j in np.flatnonzero(alive & ~fits).tolist():
+            self._reject(int(region_rows[j]))
+        alive &= fits
+        self.decoded[region_rows[alive]] = True
+        return (region_rows[alive], starts[alive], ends[alive], region_counts[alive]), extra
 
     def _v2_records(
         self,
         joined: bytes,
         buffer: U8,
         headers: dict[str, Any],
-        regions: list[tuple[int, int, int, int]],
+        regions: tuple[I64, I64, I64, I64] | None,
     ) -> dict[str, I64]:
-        if not regions:
+        if regions is None or not len(regions[0]):
             return _empty_records()
-        table = np.asarray(regions, dtype=np.int64)
-        rows, region_starts, region_ends, counts = table.T
+        rows, region_starts, region_ends, counts = regions
         starts, walked = _walk_regions(joined, buffer, region_starts, region_ends, counts)
         batch = np.repeat(rows, counts)
         ends = np.empty_like(starts)
@@ -706,6 +711,9 @@ def _field(buffer: U8, p: I64, ends: I64, bad: Bools, max_bytes: int) -> tuple[I
     return values, p + width, bad | too_long
 
 
+_LENGTH: Final = struct.Struct(">i")
+
+
 def _scan(
     data: bytes,
     *,
@@ -715,39 +723,63 @@ def _scan(
     report: ScanReport,
     at_eof: bool,
 ) -> tuple[_Scan, int, int, _Stop | None]:
-    """Frame and collect every batch of ``data``.
+    """Frame every batch of ``data`` (the only per-batch Python loop besides the CRC).
 
     Returns ``(scan, consumed, next_index, stop)``: ``consumed`` bytes were framed; when not
     ``at_eof``, a batch running past the end of ``data`` ends the scan without a ``stop`` (the
     caller reads more); ``stop`` is set when framing failed (the caller reports the tail).
     """
-    scan = _Scan(data, base, opts, report)
+    scan = _Scan(data, base, first_index, opts, report)
+    positions, sizes, crcs, heads = scan.positions, scan.sizes, scan.computed_crcs, scan.heads
+    unpack = _LENGTH.unpack_from
+    crc = crc32c.crc32c
     view = memoryview(data)
     end = len(data)
+    max_batch = opts.max_batch_bytes
     pos = 0
-    index = first_index
+    skipped = 0
     while pos < end:
         remaining = end - pos
+        if remaining >= HEADER_SIZE_UP_TO_MAGIC:
+            size = unpack(data, pos + 8)[0] + LOG_OVERHEAD
+            if _MIN_BATCH_SIZE <= size <= remaining and size <= max_batch and data[pos + 16] <= 2:
+                positions.append(pos)
+                sizes.append(size)
+                # The 61 header bytes, joined into one array later (legacy rows get zeros).
+                heads.append(data[pos : pos + 61] if size >= 61 else _NO_HEADER)
+                # CRC-32C from attributes on (v2; legacy rows ignore it). Copying a small batch
+                # is cheaper than making a memoryview of it.
+                if size < 4096:
+                    crcs.append(crc(data[pos + 21 : pos + size]))
+                else:
+                    crcs.append(crc(view[pos + 21 : pos + size]))
+                pos += size
+                continue
+        index = first_index + len(positions) + skipped
         frame = _check_frame(view, pos, remaining, base, index)
         if isinstance(frame, _Stop):
             if frame.truncated and not at_eof:
                 return scan, pos, index, None
             return scan, pos, index, frame
         size, magic = frame
-        if size > opts.max_batch_bytes:
-            _oversized(opts, report, index, base + pos, size)
-        elif 0 <= magic <= MAGIC_V2:
-            scan.add(pos, size, index, magic)
+        error: DecodeError
+        if size > max_batch:
+            error = CorruptBatchError(
+                f"batch of {size} bytes exceeds max_batch_bytes={max_batch}",
+                f"batch[{index}].batchLength",
+                base + pos + 8,
+            )
         else:
-            err = UnsupportedMagicError(
+            error = UnsupportedMagicError(
                 f"unknown magic {magic}", f"batch[{index}].magic", base + pos + 16
             )
-            if opts.strict:
-                raise err
-            report.diagnostics.append(CorruptBatch(opts.file, index, base + pos, size, err))
+        scan.problems.append(
+            _Problem(error, CorruptBatch(opts.file, index, base + pos, size, error))
+        )
+        scan.skip_rows.append(len(positions))
+        skipped += 1
         pos += size
-        index += 1
-    return scan, pos, index, None
+    return scan, pos, first_index + len(positions) + skipped, None
 
 
 def _account(chunk: ColumnChunk, report: ScanReport) -> None:
@@ -825,8 +857,8 @@ def iter_segment_columns(
             scan, consumed, index, stop = _scan(
                 data, base=pos, first_index=index, opts=opts, report=rep, at_eof=at_eof
             )
-            if scan.positions:
-                chunk = scan.finish()
+            chunk = scan.finish()
+            if len(chunk.batches):
                 _account(chunk, rep)
                 yield chunk
             if stop is not None:
