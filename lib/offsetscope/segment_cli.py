@@ -237,30 +237,31 @@ def _kafka_knows(record: CoordinatorRecord) -> bool:
 
 
 def _run(args: argparse.Namespace) -> int:
-    path = Path(args.file)
-    if not path.is_file():
-        print(f"error: {path} is not a file", file=sys.stderr)
+    paths = [Path(f) for f in args.files]
+    missing = [p for p in paths if not p.is_file()]
+    if missing:
+        print(f"error: {missing[0]} is not a file", file=sys.stderr)
         return 2
-    topic = args.topic or topic_of(path)
     out: TextIO = sys.stdout
-    report = ScanReport()
-    if args.format == "dump-log":
-        for line in dump_log_lines(path, topic, status_format=args.status_format, report=report):
-            out.write(line)
-            out.write("\n")
-    else:
-        for batch in read_segment(path, report=report):
-            for record in batch.records:
-                out.write(dumps(record_json(topic, batch, record)))
-                out.write("\n")
-    for diag in report.diagnostics:
-        print(f"warning: {diag}", file=sys.stderr)
+    for path in paths:
+        topic = args.topic or topic_of(path)
+        report = ScanReport()
+        if args.format == "dump-log":
+            lines = dump_log_lines(path, topic, status_format=args.status_format, report=report)
+            out.writelines(f"{line}\n" for line in lines)
+        else:
+            for batch in read_segment(path, report=report):
+                for record in batch.records:
+                    out.write(dumps(record_json(topic, batch, record)))
+                    out.write("\n")
+        for diag in report.diagnostics:
+            print(f"warning: {path}: {diag}", file=sys.stderr)
     return 0
 
 
 def add_segment_parser(decode_sub: Any) -> None:
-    seg = decode_sub.add_parser("segment", help="decode a .log segment file")
-    seg.add_argument("file")
+    seg = decode_sub.add_parser("segment", help="decode .log segment files (in the order given)")
+    seg.add_argument("files", nargs="+", metavar="FILE")
     seg.add_argument("--format", choices=("json", "dump-log"), default="json")
     seg.add_argument(
         "--topic",

@@ -672,6 +672,44 @@ class DumpLogError(BrokerError):
 DECODER_FLAGS = {"offsets": "--offsets-decoder", "transaction": "--transaction-log-decoder"}
 
 
+def dump_log_command(
+    files: Sequence[Path | str],
+    decoder: str | None = "offsets",
+    *,
+    config: BrokerConfig | None = None,
+    extra_args: Sequence[str] = (),
+) -> list[str]:
+    """The ``java ... DumpLogSegments`` command line :func:`run_dump_log` runs (benchmarks time it).
+
+    Raises:
+        ValueError: no files, an unknown decoder, or a path containing a comma (the tool
+            takes a comma-separated list).
+        MissingJarsError: ``build/jvm/kafka-tools`` is not resolved yet.
+    """
+    cfg = config or BrokerConfig()
+    if not files:
+        raise ValueError("DumpLogSegments needs at least one file")
+    names = [str(Path(f).resolve()) for f in files]
+    if any("," in name for name in names):
+        raise ValueError("DumpLogSegments cannot take a path containing ','")
+    args = ["--files", ",".join(names)]
+    if decoder is not None:
+        if decoder not in DECODER_FLAGS:
+            raise ValueError(f"decoder must be one of {sorted(DECODER_FLAGS)} or None")
+        args.append(DECODER_FLAGS[decoder])
+    args.extend(extra_args)
+    cp = classpath(resolve_path(cfg.tools_jars_dir), required=("kafka-tools",))
+    return [
+        java_executable(),
+        "-Xmx512m",
+        f"-Dlog4j2.configurationFile={tools_log4j_config()}",
+        "-cp",
+        cp,
+        "org.apache.kafka.tools.DumpLogSegments",
+        *args,
+    ]
+
+
 def run_dump_log(
     files: Sequence[Path | str],
     decoder: str | None = "offsets",
@@ -707,28 +745,7 @@ def run_dump_log(
             takes a comma-separated list).
         MissingJarsError: ``build/jvm/kafka-tools`` is not resolved yet.
     """
-    cfg = config or BrokerConfig()
-    if not files:
-        raise ValueError("run_dump_log needs at least one file")
-    names = [str(Path(f).resolve()) for f in files]
-    if any("," in name for name in names):
-        raise ValueError("DumpLogSegments cannot take a path containing ','")
-    args = ["--files", ",".join(names)]
-    if decoder is not None:
-        if decoder not in DECODER_FLAGS:
-            raise ValueError(f"decoder must be one of {sorted(DECODER_FLAGS)} or None")
-        args.append(DECODER_FLAGS[decoder])
-    args.extend(extra_args)
-    cp = classpath(resolve_path(cfg.tools_jars_dir), required=("kafka-tools",))
-    cmd = [
-        java_executable(),
-        "-Xmx512m",
-        f"-Dlog4j2.configurationFile={tools_log4j_config()}",
-        "-cp",
-        cp,
-        "org.apache.kafka.tools.DumpLogSegments",
-        *args,
-    ]
+    cmd = dump_log_command(files, decoder, config=config, extra_args=extra_args)
     result = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout_s)
     if result.returncode != 0:
         raise DumpLogError(

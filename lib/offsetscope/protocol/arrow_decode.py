@@ -31,7 +31,7 @@ per-record reader, which produces the same row -- or an ``error`` row with path 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -278,32 +278,51 @@ def _error_struct(exc: errors.DecodeError) -> dict[str, Any]:
 
 def _snake(message: Message, version: int, data: dict[str, Any] | Any) -> dict[str, Any]:
     """Message dict (Kafka JSON names) -> Arrow row dict (snake_case, uuids as text)."""
-    return _snake_fields(message.fields, version, data)
+    return _converter(message.fields, version)(data)
 
 
-def _snake_fields(fields: Sequence[Field], version: int, data: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for f in fields:
-        if not f.present_in(version):
-            continue
-        value = data.get(f.json_name)
-        out[f.snake_name] = _snake_value(f, version, value)
-    return out
+Converter = Callable[[Any], Any]
+_CONVERTERS: dict[tuple[int, int], Converter] = {}
 
 
-def _snake_value(f: Field, version: int, value: Any) -> Any:
-    if value is None:
-        return None
+def _converter(fields: Sequence[Field], version: int) -> Converter:
+    """A function converting one struct of ``fields`` at ``version``; built once per layout."""
+    key = (id(fields), version)
+    hit = _CONVERTERS.get(key)
+    if hit is not None:
+        return hit
+    plan: list[tuple[str, str, Converter | None]] = [
+        (f.json_name, f.snake_name, _value_converter(f, version))
+        for f in fields
+        if f.present_in(version)
+    ]
+
+    def convert(data: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for json_name, snake_name, conv in plan:
+            value = data.get(json_name)
+            out[snake_name] = value if conv is None or value is None else conv(value)
+        return out
+
+    _CONVERTERS[key] = convert
+    return convert
+
+
+def _value_converter(f: Field, version: int) -> Converter | None:
+    """How to convert one field's non-null value; None when it is kept as is."""
     if f.is_struct:
+        inner = _converter(f.fields, version)
         if f.is_array:
-            return [_snake_fields(f.fields, version, item) for item in value]
-        return _snake_fields(f.fields, version, value)
-    if f.type == "uuid" or f.element_type == "uuid":
-        if f.is_array:
-            return [uuid_to_kafka(u) for u in value]
+            return lambda items: [inner(item) for item in items]
+        return inner
+    if f.element_type != "uuid":
+        return None
+    if f.is_array:
+        return lambda items: [uuid_to_kafka(u) for u in items]
+    if f.is_tagged_in(version):
         # A tagged uuid at its zero default was simply not carried.
-        return None if f.is_tagged_in(version) and value.int == 0 else uuid_to_kafka(value)
-    return value
+        return lambda u: None if u.int == 0 else uuid_to_kafka(u)
+    return uuid_to_kafka
 
 
 def _offset_commit_struct(record: CoordinatorRecord) -> dict[str, Any]:

@@ -483,7 +483,7 @@ class _Generator:
         self, body: _Src, tagged: Sequence[Field], flexible: bool, subs: dict[str, str]
     ) -> None:
         body("unknown = None")
-        body("ntags, pos = _read_uvarint(buf, pos, '_tagged')")
+        self._read_uvarint_inline(body, "ntags", "'_tagged'")
         body("for _t in range(ntags):")
         loop = body.indent()
         loop("tag, pos = _read_uvarint(buf, pos, '_tagged.tag')")
@@ -584,10 +584,18 @@ class _Generator:
             return
         self._read_scalar(body, f.type, target, path, nullable, flexible)
 
+    def _read_uvarint_inline(self, body: _Src, var: str, p: str) -> None:
+        """Read an unsigned varint; the one-byte case (lengths < 127) skips the call."""
+        body("if pos < end and buf[pos] < 128:")
+        body(f"    {var} = buf[pos]")
+        body("    pos += 1")
+        body("else:")
+        body(f"    {var}, pos = _read_uvarint(buf, pos, {p})")
+
     def _read_count(self, body: _Src, var: str, p: str, flexible: bool, what: str) -> None:
         """Read an array count (or length) into ``var``; -1 means null."""
         if flexible:
-            body(f"{var}, pos = _read_uvarint(buf, pos, {p})")
+            self._read_uvarint_inline(body, var, p)
             body(f"{var} -= 1")
         else:
             s = self._const(struct.Struct(">i"))
@@ -622,7 +630,7 @@ class _Generator:
         start = self._fresh("start")
         body(f"{start} = pos")
         if flexible:
-            body(f"n, pos = _read_uvarint(buf, pos, {p})")
+            self._read_uvarint_inline(body, "n", p)
             body("n -= 1")
         elif typ == "string":
             s = self._const(struct.Struct(">h"))

@@ -1,0 +1,149 @@
+"""Shared benchmark plumbing: repeated timings, machine facts, results file and docs table.
+
+Every figure is the median of several runs measured in the same ``make bench`` invocation, so
+ratios between tools compare like with like on the same machine and the same input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results.json"
+DOCS = ROOT / "docs" / "benchmarks.md"
+WORK = ROOT / ".work" / "bench"
+
+
+@dataclass
+class Metric:
+    """One reported figure: its samples, unit, and what it was measured on."""
+
+    name: str
+    unit: str
+    samples: list[float]
+    input: str
+    notes: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "value": round(self.median, 3),
+            "unit": self.unit,
+            "samples": [round(s, 3) for s in self.samples],
+            "input": self.input,
+            "notes": self.notes,
+            **self.extra,
+        }
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    """Wall seconds of one call."""
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def repeat(fn: Callable[[], Any], runs: int, warmup: int = 1) -> list[float]:
+    """Wall seconds of ``runs`` calls after ``warmup`` discarded ones."""
+    for _ in range(warmup):
+        fn()
+    return [timed(fn) for _ in range(runs)]
+
+
+def run_process(
+    cmd: Sequence[str], *, cpu: int | None = 0, stdout: Any = subprocess.DEVNULL
+) -> float:
+    """Wall seconds of a whole process, pinned to one CPU when ``cpu`` is given."""
+    full = [*(["taskset", "-c", str(cpu)] if cpu is not None else []), *cmd]
+    start = time.perf_counter()
+    subprocess.run(full, check=True, stdout=stdout, stderr=subprocess.PIPE)
+    return time.perf_counter() - start
+
+
+def machine() -> dict[str, Any]:
+    def version(pkg: str) -> str:
+        try:
+            return metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            return "-"
+
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False)
+    cpu = "unknown"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "os": platform.platform(),
+        "python": sys.version.split()[0],
+        "java": (java.stderr.splitlines() or ["-"])[0],
+        "versions": {
+            p: version(p) for p in ("pyspark", "delta-spark", "pyarrow", "numpy", "confluent-kafka")
+        },
+        "measured_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+    }
+
+
+def load_results() -> dict[str, Any]:
+    if RESULTS.exists():
+        data: dict[str, Any] = json.loads(RESULTS.read_text())
+        return data
+    return {"machine": {}, "metrics": {}}
+
+
+def save_results(metrics: Sequence[Metric], targets: dict[str, str]) -> dict[str, Any]:
+    """Merge ``metrics`` into ``bench/results.json`` and rewrite ``docs/benchmarks.md``."""
+    results = load_results()
+    results["machine"] = machine()
+    for m in metrics:
+        results["metrics"][m.name] = m.as_json()
+    RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    write_docs(results, targets)
+    return results
+
+
+def write_docs(results: dict[str, Any], targets: dict[str, str]) -> None:
+    m = results["machine"]
+    lines = [
+        "# Benchmarks",
+        "",
+        "Written by `make bench` (`bench/run.py`); every figure is the median of the samples",
+        "listed in `bench/results.json`, all measured in one run on this machine:",
+        "",
+        f"* CPU: {m.get('cpu')} ({m.get('cores')} cores), {m.get('memory_gib')} GiB",
+        f"* {m.get('os')}, Python {m.get('python')}, {m.get('java')}",
+        "* " + ", ".join(f"{k} {v}" for k, v in sorted(m.get("versions", {}).items())),
+        f"* measured {m.get('measured_at')}",
+        "",
+        "| metric | value | unit | target | input | notes |",
+        "| --- | ---: | --- | --- | --- | --- |",
+    ]
+    for name, r in sorted(results["metrics"].items()):
+        value = r["value"]
+        shown = f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.3g}"
+        lines.append(
+            f"| `{name}` | {shown} | {r['unit']} | {targets.get(name, '')} | {r['input']} | {r['notes']} |"
+        )
+    lines.append("")
+    DOCS.parent.mkdir(parents=True, exist_ok=True)
+    DOCS.write_text("\n".join(lines))
