@@ -305,20 +305,19 @@ def decode_records(
             base + start,
         )
     out: list[Record] = []
+    append = out.append
     p = start
     for i in range(count):
-        record, p = _decode_record(
-            data,
-            p,
-            end,
-            base_offset=base_offset,
-            base_ts=base_ts,
-            base_sequence=base_sequence,
-            log_append_time=log_append_time,
-            path=f"{path}[{i}]",
-            base=base,
-        )
-        out.append(record)
+        try:
+            record, p = _decode_record(
+                data, p, end, base_offset, base_ts, base_sequence, log_append_time
+            )
+        except DecodeError as exc:
+            # Field paths are relative to the record until something fails: building
+            # "batch[3].records[5].valueLength" for every field of every record would cost more
+            # than decoding it.
+            raise exc.relocated(f"{path}[{i}]", base) from None
+        append(record)
     if p != end:
         raise CorruptBatchError(
             f"{end - p} bytes remain after the declared {count} records",
@@ -328,92 +327,51 @@ def decode_records(
     return tuple(out)
 
 
+def _varint(data: bytes | bytearray | memoryview, p: int, end: int, name: str) -> tuple[int, int]:
+    """A zigzag varint, with the one-byte case (most fields of most records) inlined."""
+    if p < end:
+        b = data[p]
+        if b < 0x80:
+            return (b >> 1) ^ -(b & 1), p + 1
+    return decode_varint(data, p, end, name)
+
+
 def _decode_record(
     data: bytes | bytearray | memoryview,
     pos: int,
     end: int,
-    *,
     base_offset: int,
     base_ts: int,
     base_sequence: int,
     log_append_time: int | None,
-    path: str,
-    base: int,
 ) -> tuple[Record, int]:
-    try:
-        return _decode_record_local(
-            data,
-            pos,
-            end,
-            base_offset=base_offset,
-            base_ts=base_ts,
-            base_sequence=base_sequence,
-            log_append_time=log_append_time,
-            path=path,
-        )
-    except DecodeError as exc:
-        if base:
-            raise exc.relocated("", base) from None
-        raise
-
-
-def _decode_record_local(
-    data: bytes | bytearray | memoryview,
-    pos: int,
-    end: int,
-    *,
-    base_offset: int,
-    base_ts: int,
-    base_sequence: int,
-    log_append_time: int | None,
-    path: str,
-) -> tuple[Record, int]:
-    length, p = decode_varint(data, pos, end, f"{path}.length")
+    """One record at ``pos``; errors carry paths relative to the record (``valueLength``)."""
+    length, p = _varint(data, pos, end, "length")
     if length < 0:
-        raise InvalidLengthError(f"negative record length {length}", f"{path}.length", pos)
+        raise InvalidLengthError(f"negative record length {length}", "length", pos)
     body_end = p + length
     if body_end > end:
-        raise TruncatedError(f"{path}.length", pos, length, end - p)
+        raise TruncatedError("length", pos, length, end - p)
     if p >= body_end:
-        raise TruncatedError(f"{path}.attributes", p, 1, 0)
+        raise TruncatedError("attributes", p, 1, 0)
     attributes = data[p]
-    ts_delta, p = decode_varlong(data, p + 1, body_end, f"{path}.timestampDelta")
-    offset_delta, p = decode_varint(data, p, body_end, f"{path}.offsetDelta")
-    key, p = _read_bytes(data, p, body_end, f"{path}.key", "keyLength")
-    value, p = _read_bytes(data, p, body_end, f"{path}.value", "valueLength")
-    header_count, hp = decode_varint(data, p, body_end, f"{path}.headersCount")
+    ts_delta, p = decode_varlong(data, p + 1, body_end, "timestampDelta")
+    offset_delta, p = _varint(data, p, body_end, "offsetDelta")
+    key, p = _read_bytes(data, p, body_end, "key", "keyLength")
+    value, p = _read_bytes(data, p, body_end, "value", "valueLength")
+    header_count, hp = _varint(data, p, body_end, "headersCount")
     if header_count < 0 or header_count > body_end - hp:
         raise InvalidLengthError(
-            f"invalid number of record headers {header_count}", f"{path}.headersCount", p
+            f"invalid number of record headers {header_count}", "headersCount", p
         )
     headers: Headers = ()
     p = hp
     if header_count:
-        items = []
-        for h in range(header_count):
-            hpath = f"{path}.headers[{h}]"
-            key_len, q = decode_varint(data, p, body_end, f"{hpath}.keyLength")
-            if key_len < 0:
-                raise InvalidLengthError(
-                    f"invalid negative header key size {key_len}", f"{hpath}.keyLength", p
-                )
-            if q + key_len > body_end:
-                raise TruncatedError(f"{hpath}.key", q, key_len, body_end - q)
-            try:
-                header_key = bytes(data[q : q + key_len]).decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InvalidStringError(
-                    f"header key is not UTF-8: {exc.reason}", f"{hpath}.key", q
-                ) from None
-            header_value, p = _read_bytes(
-                data, q + key_len, body_end, f"{hpath}.value", "valueLength"
-            )
-            items.append((header_key, header_value))
-        headers = tuple(items)
+        headers, p = _read_headers(data, p, body_end, header_count)
     if p != body_end:
         raise InvalidLengthError(
             f"record length {length} but its fields take {p - (body_end - length)} bytes",
-            f"{path}.length",
+            "length",
             pos,
         )
     timestamp = log_append_time if log_append_time is not None else base_ts + ts_delta
@@ -433,17 +391,42 @@ def _decode_record_local(
     return record, body_end
 
 
+def _read_headers(
+    data: bytes | bytearray | memoryview, p: int, end: int, count: int
+) -> tuple[Headers, int]:
+    items = []
+    for h in range(count):
+        hpath = f"headers[{h}]"
+        key_len, q = _varint(data, p, end, f"{hpath}.keyLength")
+        if key_len < 0:
+            raise InvalidLengthError(
+                f"invalid negative header key size {key_len}", f"{hpath}.keyLength", p
+            )
+        if q + key_len > end:
+            raise TruncatedError(f"{hpath}.key", q, key_len, end - q)
+        try:
+            header_key = bytes(data[q : q + key_len]).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidStringError(
+                f"header key is not UTF-8: {exc.reason}", f"{hpath}.key", q
+            ) from None
+        header_value, p = _read_bytes(
+            data, q + key_len, end, f"{hpath}.value", f"{hpath}.valueLength"
+        )
+        items.append((header_key, header_value))
+    return tuple(items), p
+
+
 def _read_bytes(
-    data: bytes | bytearray | memoryview, pos: int, end: int, path: str, length_name: str
+    data: bytes | bytearray | memoryview, pos: int, end: int, name: str, length_name: str
 ) -> tuple[bytes | None, int]:
-    parent = path.rsplit(".", 1)[0]
-    size, p = decode_varint(data, pos, end, f"{parent}.{length_name}")
+    size, p = _varint(data, pos, end, length_name)
     if size < 0:
         if size != -1:
-            raise InvalidLengthError(f"invalid length {size}", f"{parent}.{length_name}", pos)
+            raise InvalidLengthError(f"invalid length {size}", length_name, pos)
         return None, p
     if p + size > end:
-        raise TruncatedError(path, p, size, end - p)
+        raise TruncatedError(name, p, size, end - p)
     return bytes(data[p : p + size]), p + size
 
 

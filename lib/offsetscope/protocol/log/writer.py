@@ -340,7 +340,7 @@ class PartitionWriter:
             ),
             delete_horizon_ms=delete_horizon_ms,
         )
-        return self.append_bytes(data)
+        return self._append(data, trusted=True)
 
     def append_end_txn_marker(
         self,
@@ -364,7 +364,7 @@ class PartitionWriter:
                 self.leader_epoch if partition_leader_epoch is None else partition_leader_epoch
             ),
         )
-        return self.append_bytes(data)
+        return self._append(data, trusted=True)
 
     def append_bytes(self, data: bytes) -> AppendInfo:
         """Append already-encoded batches whose offsets start at :attr:`next_offset`.
@@ -372,8 +372,15 @@ class PartitionWriter:
         The bytes are decoded first (strictly: CRCs, structure, offsets), so the writer's
         index, epoch and producer bookkeeping follows the real content.
         """
+        return self._append(data, trusted=False)
+
+    def _append(self, data: bytes, *, trusted: bool) -> AppendInfo:
         self._ensure_open()
-        batches = list(read_batches(data, strict=True))
+        # Bytes this writer encoded itself need only their headers read back (plus the
+        # records of control batches, for the markers); foreign bytes are decoded in full.
+        batches = list(read_batches(data, strict=True, decode_records=not trusted))
+        if trusted and any(b.is_control for b in batches):
+            batches = list(read_batches(data, strict=True))
         if not batches:
             raise ValueError("no batch to append")
         first = batches[0].base_offset
