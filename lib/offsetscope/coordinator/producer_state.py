@@ -42,8 +42,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 
+from offsetscope.coordinator.errors import Errors
 from offsetscope.coordinator.log import LogRecord, LogStore, PartitionLog
-from offsetscope.coordinator.txn.errors import Errors
 from offsetscope.protocol.log.control import EndTxnMarker
 
 NO_PRODUCER_ID = -1

@@ -37,11 +37,11 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
+from offsetscope.coordinator.errors import Errors
 from offsetscope.coordinator.group import changes as ch
 from offsetscope.coordinator.group import messages as msg
 from offsetscope.coordinator.group.config import GroupCoordinatorConfig
 from offsetscope.coordinator.group.coordinator import GroupCoordinatorShard, GroupResult
-from offsetscope.coordinator.group.errors import Errors
 from offsetscope.coordinator.group.events import GroupEvent
 from offsetscope.coordinator.log import Batch, LogRecord, LogStore
 from offsetscope.protocol import decode_record, encode_record, partition_for

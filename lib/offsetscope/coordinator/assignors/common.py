@@ -12,17 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from offsetscope.coordinator.assignors.java import (
+from offsetscope.coordinator.assignors.model import (
+    ClusterMetadata,
+    Subscription,
+    TopicPartition,
+)
+from offsetscope.coordinator.java import (
     JavaHashMap,
     JavaHashSet,
     java_order,
     java_sort_key,
     java_string_hash,
-)
-from offsetscope.coordinator.assignors.model import (
-    ClusterMetadata,
-    Subscription,
-    TopicPartition,
 )
 
 

@@ -16,7 +16,6 @@ from offsetscope.coordinator.assignors.common import (
     member_order,
     partitions_per_topic,
 )
-from offsetscope.coordinator.assignors.java import java_sort_key
 from offsetscope.coordinator.assignors.model import (
     Assignment,
     AssignmentError,
@@ -25,6 +24,7 @@ from offsetscope.coordinator.assignors.model import (
     Subscription,
     TopicPartition,
 )
+from offsetscope.coordinator.java import java_sort_key
 
 
 class RoundRobinAssignor:

@@ -50,13 +50,6 @@ from offsetscope.coordinator.assignors.common import (
     usable_rack,
     use_rack_aware_assignment,
 )
-from offsetscope.coordinator.assignors.java import (
-    JavaHashMap,
-    JavaHashSet,
-    java_sort_key,
-    java_string_hash,
-    topic_partition_hash,
-)
 from offsetscope.coordinator.assignors.model import (
     DEFAULT_GENERATION,
     Assignment,
@@ -72,6 +65,13 @@ from offsetscope.coordinator.assignors.userdata import (
     encode_cooperative_user_data,
     encode_sticky_user_data,
     sticky_member_data,
+)
+from offsetscope.coordinator.java import (
+    JavaHashMap,
+    JavaHashSet,
+    java_sort_key,
+    java_string_hash,
+    topic_partition_hash,
 )
 
 

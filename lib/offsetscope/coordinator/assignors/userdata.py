@@ -32,12 +32,12 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from offsetscope.coordinator.assignors.java import JavaHashMap, java_string_hash
 from offsetscope.coordinator.assignors.model import (
     DEFAULT_GENERATION,
     Subscription,
     TopicPartition,
 )
+from offsetscope.coordinator.java import JavaHashMap, java_string_hash
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")

@@ -12,9 +12,9 @@
 
 from __future__ import annotations
 
+from offsetscope.coordinator.errors import ApiError, Errors
 from offsetscope.coordinator.group.config import GroupCoordinatorConfig
 from offsetscope.coordinator.group.coordinator import GroupCoordinatorShard, GroupResult
-from offsetscope.coordinator.group.errors import ApiError, Errors
 from offsetscope.coordinator.group.group import ClassicGroup, ClassicGroupMember
 from offsetscope.coordinator.group.offsets import OffsetAndMetadata, OffsetStore
 from offsetscope.coordinator.group.states import (

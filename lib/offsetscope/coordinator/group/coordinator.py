@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from offsetscope.coordinator.clock import Clock
+from offsetscope.coordinator.errors import ApiError, Errors
 from offsetscope.coordinator.group import changes as ch
 from offsetscope.coordinator.group import events as ev
 from offsetscope.coordinator.group import messages as msg
 from offsetscope.coordinator.group.config import GroupCoordinatorConfig
-from offsetscope.coordinator.group.errors import ApiError, Errors
 from offsetscope.coordinator.group.group import EMPTY_ASSIGNMENT, ClassicGroup, ClassicGroupMember
 from offsetscope.coordinator.group.offsets import OffsetAndMetadata, OffsetStore
 from offsetscope.coordinator.group.records import (

@@ -14,17 +14,17 @@ import struct
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from offsetscope.coordinator.errors import ApiError, Errors
 from offsetscope.coordinator.group import changes as ch
 from offsetscope.coordinator.group import events as ev
-from offsetscope.coordinator.group.errors import ApiError, Errors
-from offsetscope.coordinator.group.java import (
+from offsetscope.coordinator.group.messages import JoinGroupResponseMember, Protocol
+from offsetscope.coordinator.group.states import ClassicGroupState, can_rebalance, check_transition
+from offsetscope.coordinator.java import (
     DEFAULT_CAPACITY,
     grown_capacity,
     java_string_hash,
     spread,
 )
-from offsetscope.coordinator.group.messages import JoinGroupResponseMember, Protocol
-from offsetscope.coordinator.group.states import ClassicGroupState, can_rebalance, check_transition
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 EMPTY_ASSIGNMENT = b""

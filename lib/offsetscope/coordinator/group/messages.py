@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from offsetscope.coordinator.group.errors import Errors
+from offsetscope.coordinator.errors import Errors
 
 UNKNOWN_MEMBER_ID = ""
 NO_GENERATION = -1

@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from offsetscope.coordinator.clock import VirtualClock
+from offsetscope.coordinator.errors import Errors
 from offsetscope.coordinator.group import messages as msg
 from offsetscope.coordinator.group.config import GroupCoordinatorConfig
-from offsetscope.coordinator.group.errors import Errors
 from offsetscope.coordinator.group.events import GroupEvent
 from offsetscope.coordinator.group.group import ClassicGroup
 from offsetscope.coordinator.log import Batch, LogStore

@@ -15,6 +15,7 @@ runtime (which imports it back) is not re-exported here: use ``...txn.runtime.Tx
 
 from __future__ import annotations
 
+from offsetscope.coordinator.errors import Errors
 from offsetscope.coordinator.txn.config import (
     TV_0,
     TV_1,
@@ -33,7 +34,6 @@ from offsetscope.coordinator.txn.coordinator import (
     ProducerIdAndEpoch,
     TransactionCoordinator,
 )
-from offsetscope.coordinator.txn.errors import Errors
 from offsetscope.coordinator.txn.events import (
     TxnCause,
     TxnEvent,

@@ -41,9 +41,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from offsetscope.coordinator.clock import Clock
+from offsetscope.coordinator.errors import Errors, TxnError
 from offsetscope.coordinator.result import CoordinatorResult
 from offsetscope.coordinator.txn.config import TV_2, TransactionCoordinatorConfig
-from offsetscope.coordinator.txn.errors import Errors, TxnError
 from offsetscope.coordinator.txn.events import (
     TxnCause,
     TxnEvent,

@@ -25,8 +25,8 @@ import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from offsetscope.coordinator.errors import Errors, TxnError
 from offsetscope.coordinator.txn.config import TV_0, TV_2
-from offsetscope.coordinator.txn.errors import Errors, TxnError
 from offsetscope.coordinator.txn.state import IllegalStateTransition, TransactionState
 
 NO_PRODUCER_ID = -1

@@ -28,6 +28,7 @@ from enum import Enum
 from typing import Protocol
 
 from offsetscope.coordinator.clock import Clock
+from offsetscope.coordinator.errors import Errors
 from offsetscope.coordinator.log import Batch, LogRecord, LogStore
 from offsetscope.coordinator.producer_state import (
     MarkerResult,
@@ -44,7 +45,6 @@ from offsetscope.coordinator.txn.coordinator import (
     ProducerIdAndEpoch,
     TransactionCoordinator,
 )
-from offsetscope.coordinator.txn.errors import Errors
 from offsetscope.coordinator.txn.events import TxnEvent
 from offsetscope.coordinator.txn.metadata import TopicPartition
 from offsetscope.coordinator.txn.producer_ids import ProducerIdManager
