@@ -211,3 +211,17 @@ def test_many_records_in_few_batches_and_few_in_many() -> None:
     cols = scan_columns(b"".join(batches), strict=True).records
     assert cols.offset.tolist() == list(range(2050))
     assert [cols.value(i) for i in (0, 49, 50, 2049)] == [b"0", b"49", b"50", b"2049"]
+
+
+@pytest.mark.parametrize("chunk_bytes", [50, 200, 4096])
+def test_streamed_columns_stop_at_a_torn_tail(chunk_bytes: int, tmp_path: Path) -> None:
+    batches = [encode_batch([RecordSpec(b"k", b"v" * i, T0 + i)], base_offset=i) for i in range(6)]
+    path = tmp_path / "00000000000000000000.log"
+    for tail, zero in ((batches[5][:-7], False), (bytes(300), True)):
+        path.write_bytes(b"".join(batches[:5]) + tail)
+        report = ScanReport()
+        chunks = list(iter_segment_columns(path, report=report, chunk_bytes=chunk_bytes))
+        assert np.concatenate([c.records.offset for c in chunks]).tolist() == [0, 1, 2, 3, 4]
+        [invalid] = report.invalid_tails
+        assert (invalid.length, invalid.zero_padding) == (len(tail), zero)
+        assert report.records == 5
