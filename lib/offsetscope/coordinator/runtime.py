@@ -20,11 +20,21 @@ so the same sequence of calls always produces the same records.
 Transactions (the interface the transaction coordinator uses):
 
 * :meth:`~GroupCoordinatorRuntime.txn_commit_offsets` appends TxnOffsetCommit records as a
-  transactional batch of the producer to the group's partition; they stay pending;
-* :meth:`~GroupCoordinatorRuntime.write_txn_marker` appends the COMMIT/ABORT control batch of a
+  transactional batch of the producer to the group's partition; they stay pending. As Kafka 4.x
+  does (``CoordinatorRuntime.scheduleTransactionalWriteOperation``), a producer without an open
+  transaction in that partition is first *verified* with the transaction coordinator (KIP-890;
+  see :meth:`~GroupCoordinatorRuntime.set_transaction_verifier`), whose PRODUCER_FENCED the
+  broker hands back as INVALID_PRODUCER_EPOCH (``AddPartitionsToTxnManager``); then the
+  partition's producer state checks the epoch: a zombie's commit gets INVALID_PRODUCER_EPOCH;
+* :meth:`~GroupCoordinatorRuntime.append_txn_marker` appends the COMMIT/ABORT control batch of a
   producer to one offsets partition (the one AddOffsetsToTxn added, see
   :meth:`~GroupCoordinatorRuntime.partition_for`) and replays it: pending offsets of that producer
   in that partition are committed (unless a later plain commit won) or dropped.
+
+Transactional batches and markers go through the partition's
+:class:`~offsetscope.coordinator.producer_state.PartitionLeader` (``leaders``, shared with the
+transaction runtime), so producer epochs, open transactions and the last stable offset of the
+``__consumer_offsets`` partitions are tracked in one place for both coordinators.
 """
 
 from __future__ import annotations
@@ -44,15 +54,15 @@ from offsetscope.coordinator.group.config import GroupCoordinatorConfig
 from offsetscope.coordinator.group.coordinator import GroupCoordinatorShard, GroupResult
 from offsetscope.coordinator.group.events import GroupEvent
 from offsetscope.coordinator.log import Batch, LogRecord, LogStore
+from offsetscope.coordinator.producer_state import AppendOrigin, MarkerResult, PartitionLeaders
 from offsetscope.protocol import decode_record, encode_record, partition_for
 from offsetscope.protocol.records import OFFSETS_TOPIC, CoordinatorRecord
 
 T = TypeVar("T")
 
-# Control record key (int16 version 0, int16 type) and EndTxnMarker value (int16 version 0,
-# int32 coordinator epoch), kafka-formats.md section 6.
+# Control record key (int16 version 0, int16 type), read back when a log is loaded
+# (kafka-formats.md section 6); markers are written by the partition leader.
 _CONTROL_KEY = struct.Struct(">hh")
-_END_TXN_MARKER = struct.Struct(">hi")
 ABORT_MARKER_TYPE = 0
 COMMIT_MARKER_TYPE = 1
 
@@ -110,6 +120,36 @@ class Pending(Generic[T]):
         return [functools.partial(cb, value) for cb in self._callbacks]
 
 
+class TransactionVerifier(Protocol):
+    """The transaction coordinator's side of KIP-890 verification (``TxnRuntime``)."""
+
+    def verify_transactional_write(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        topic: str,
+        partition: int,
+    ) -> Errors:
+        """NONE when ``topic-partition`` is in the producer's ongoing transaction."""
+        ...
+
+
+class MarkerRejectedError(RuntimeError):
+    """A partition refused a transaction marker (the coordinators disagree about an epoch)."""
+
+    def __init__(self, partition: int, result: MarkerResult) -> None:
+        super().__init__(
+            f"marker rejected by offsets partition {partition}: {result.error.name} {result.message}"
+        )
+        self.partition = partition
+        self.result = result
+
+
+# TxnOffsetCommit v5+ (KIP-890 part 2) understands TRANSACTION_ABORTABLE; older clients get
+# INVALID_TXN_STATE for it (AddPartitionsToTxnManager's backward-compatible conversion).
+TXN_OFFSET_COMMIT_GENERIC_ERROR_VERSION = 5
+
 EventHook = Callable[[GroupEvent], None]
 AppendHook = Callable[[int, Batch, Sequence[CoordinatorRecord]], None]
 
@@ -127,6 +167,7 @@ class GroupCoordinatorRuntime:
         topic: str = OFFSETS_TOPIC,
         on_event: EventHook | None = None,
         on_append: AppendHook | None = None,
+        leaders: PartitionLeaders | None = None,
     ) -> None:
         """Create the runtime and its shards; the offsets topic is created in ``log``.
 
@@ -138,6 +179,8 @@ class GroupCoordinatorRuntime:
             topic: the offsets topic name in ``log``.
             on_event: receives every ground-truth event.
             on_append: receives (partition, batch, records) after each coordinator append.
+            leaders: the partition leaders of ``log`` (share them with the transaction runtime);
+                a private set when None.
         """
         self.config = config or GroupCoordinatorConfig()
         self.log = log
@@ -150,6 +193,8 @@ class GroupCoordinatorRuntime:
         self._rng = random.Random(seed)
         self._emit: EventHook = on_event or _ignore_event
         self._on_append = on_append
+        self.leaders = leaders or PartitionLeaders(log)
+        self._verifier: TransactionVerifier | None = None
         log.create_topic(topic, self.config.offsets_topic_partitions)
         self.shards = [
             GroupCoordinatorShard(p, self.config, clock, self._new_uuid)
@@ -259,9 +304,45 @@ class GroupCoordinatorRuntime:
         shard = self._before_request(request.group_id)
         return self._run_now(shard, shard.commit_offsets(request))
 
+    def set_transaction_verifier(self, verifier: TransactionVerifier | None) -> None:
+        """Verify TxnOffsetCommit producers with the transaction coordinator (KIP-890)."""
+        self._verifier = verifier
+
     def txn_commit_offsets(self, request: msg.TxnOffsetCommitRequest) -> msg.OffsetCommitResponse:
-        """TxnOffsetCommit: pending offsets in a transactional batch of the producer."""
+        """TxnOffsetCommit: pending offsets in a transactional batch of the producer.
+
+        A producer with no open transaction in the group's partition is verified with the
+        transaction coordinator first; the batch must then pass the partition's producer-epoch
+        check. Either failure answers every partition with the error and writes nothing.
+        """
         shard = self._before_request(request.group_id)
+        leader = self.leaders.leader(self.topic, shard.partition)
+        pid, epoch = request.producer_id, request.producer_epoch
+        error = Errors.NONE
+        if self._verifier is not None and not leader.has_ongoing_transaction(pid):
+            error = self._verifier.verify_transactional_write(
+                request.transactional_id, pid, epoch, self.topic, shard.partition
+            )
+            if error is Errors.PRODUCER_FENCED:
+                error = Errors.INVALID_PRODUCER_EPOCH
+            elif (
+                error is Errors.TRANSACTION_ABORTABLE
+                and request.api_version < TXN_OFFSET_COMMIT_GENERIC_ERROR_VERSION
+            ):
+                error = Errors.INVALID_TXN_STATE
+        if error is Errors.NONE:
+            entry = leader.entry(pid)
+            if entry is not None and epoch < entry.producer_epoch:
+                error = Errors.INVALID_PRODUCER_EPOCH
+        if error is not Errors.NONE:
+            return msg.OffsetCommitResponse(
+                tuple(
+                    msg.TopicResult(
+                        t.name, tuple(msg.PartitionResult(p.partition, error) for p in t.partitions)
+                    )
+                    for t in request.topics
+                )
+            )
         return self._run_now(shard, shard.commit_transactional_offsets(request))
 
     def fetch_offsets(self, request: msg.OffsetFetchRequest) -> msg.OffsetFetchResponse:
@@ -283,37 +364,64 @@ class GroupCoordinatorRuntime:
         producer_epoch: int,
         coordinator_epoch: int,
         committed: bool,
+        transaction_version: int = 0,
     ) -> Batch:
         """Append a COMMIT/ABORT marker of ``producer_id`` to one offsets partition and replay it.
 
         Args:
             partition: the ``__consumer_offsets`` partition the transaction added.
             producer_id: the transaction's producer id.
-            producer_epoch: its epoch.
+            producer_epoch: the marker's epoch.
             coordinator_epoch: the transaction coordinator's epoch (the marker value).
             committed: COMMIT (True) or ABORT (False).
+            transaction_version: the transaction's client transaction version (2: the epoch was
+                bumped for the markers).
 
         Returns:
             The appended control batch.
+
+        Raises:
+            MarkerRejectedError: the partition's producer state refused the marker.
+        """
+        result = self.append_txn_marker(
+            partition,
+            producer_id,
+            producer_epoch,
+            coordinator_epoch,
+            committed,
+            transaction_version=transaction_version,
+        )
+        if result.error is not Errors.NONE:
+            raise MarkerRejectedError(partition, result)
+        return self.log.partition(self.topic, partition).batches[-1]
+
+    def append_txn_marker(
+        self,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        committed: bool,
+        *,
+        transaction_version: int = 0,
+    ) -> MarkerResult:
+        """WriteTxnMarkers for one offsets partition: the leader appends, the shard replays.
+
+        Returns:
+            The partition leader's answer; on an error nothing was appended or replayed.
         """
         self.run_until(self.clock.now_ms())
-        now = self.clock.now_ms()
-        marker_type = COMMIT_MARKER_TYPE if committed else ABORT_MARKER_TYPE
-        record = LogRecord(
-            _CONTROL_KEY.pack(0, marker_type), _END_TXN_MARKER.pack(0, coordinator_epoch), now
-        )
-        log = self.log.partition(self.topic, partition)
-        batch = log.append(
-            [record],
+        result = self.leaders.leader(self.topic, partition).append_marker(
             producer_id=producer_id,
             producer_epoch=producer_epoch,
-            base_sequence=NO_SEQUENCE,
-            is_transactional=True,
-            is_control=True,
+            committed=committed,
+            coordinator_epoch=coordinator_epoch,
+            transaction_version=transaction_version,
+            timestamp=self.clock.now_ms(),
         )
-        log.end_transaction(producer_id, marker_offset=batch.base_offset, committed=committed)
-        self.shards[partition].replay_end_transaction_marker(producer_id, committed, self._emit)
-        return batch
+        if result.error is Errors.NONE:
+            self.shards[partition].replay_end_transaction_marker(producer_id, committed, self._emit)
+        return result
 
     # ------------------------------------------------------------------------- time
 
@@ -346,8 +454,14 @@ class GroupCoordinatorRuntime:
 
     def next_deadline(self) -> int | None:
         """The earliest pending timer deadline, if any."""
-        live = [d for d, _, _ in self._timers.values()]
-        return min(live) if live else None
+        heap = self._heap
+        while heap:
+            deadline, seq, partition, key = heap[0]
+            entry = self._timers.get((partition, key))
+            if entry is not None and entry[1] == seq:
+                return deadline
+            heapq.heappop(heap)  # cancelled or rescheduled: drop it now
+        return None
 
     def timer_deadline(self, group_id: str, key: str) -> int | None:
         """The deadline of timer ``key`` on ``group_id``'s partition (tests, scenarios)."""
@@ -410,13 +524,24 @@ class GroupCoordinatorRuntime:
         if result.records:
             encoded = [self._encode(r) for r in result.records]
             log = self.log.partition(self.topic, shard.partition)
-            batch = log.append(
-                [LogRecord(k, v, now) for k, v in encoded],
-                producer_id=result.producer_id,
-                producer_epoch=result.producer_epoch,
-                base_sequence=COORDINATOR_BASE_SEQUENCE,
-                is_transactional=result.producer_id != -1,
-            )
+            records = [LogRecord(k, v, now) for k, v in encoded]
+            if result.producer_id == -1:
+                batch = log.append(records, base_sequence=COORDINATOR_BASE_SEQUENCE)
+            else:
+                # TxnOffsetCommit: through the partition's producer state (epoch, open txn).
+                produced = self.leaders.leader(self.topic, shard.partition).append(
+                    records,
+                    producer_id=result.producer_id,
+                    producer_epoch=result.producer_epoch,
+                    base_sequence=COORDINATOR_BASE_SEQUENCE,
+                    is_transactional=True,
+                    origin=AppendOrigin.COORDINATOR,
+                )
+                if produced.error is not Errors.NONE:
+                    raise RuntimeError(
+                        f"transactional offsets append refused after the epoch check: {produced}"
+                    )
+                batch = log.batches[-1]
             if self._on_append is not None:
                 self._on_append(shard.partition, batch, result.records)
         callbacks: list[Callable[[], None]] = []

@@ -29,7 +29,7 @@ from typing import Protocol
 
 from offsetscope.coordinator.clock import Clock
 from offsetscope.coordinator.errors import Errors
-from offsetscope.coordinator.log import Batch, LogRecord, LogStore
+from offsetscope.coordinator.log import LogRecord, LogStore
 from offsetscope.coordinator.producer_state import (
     MarkerResult,
     PartitionLeaders,
@@ -90,14 +90,16 @@ class TxnMarkerSink(Protocol):
 class GroupCoordinatorMarkers(Protocol):
     """What :class:`GroupRuntimeMarkerSink` needs of the group coordinator runtime."""
 
-    def write_txn_marker(
+    def append_txn_marker(
         self,
         partition: int,
         producer_id: int,
         producer_epoch: int,
         coordinator_epoch: int,
         committed: bool,
-    ) -> Batch:
+        *,
+        transaction_version: int = 0,
+    ) -> MarkerResult:
         """Append a COMMIT/ABORT control batch to an offsets partition and replay it."""
         ...
 
@@ -105,9 +107,9 @@ class GroupCoordinatorMarkers(Protocol):
 class GroupRuntimeMarkerSink:
     """A :class:`TxnMarkerSink` that hands ``__consumer_offsets`` markers to the group runtime.
 
-    ``offsetscope.coordinator.runtime.GroupCoordinatorRuntime`` appends the control batch itself
-    and resolves the producer's pending transactional offsets (Kafka 4.x: the group coordinator
-    writes and replays that marker).
+    ``offsetscope.coordinator.runtime.GroupCoordinatorRuntime`` appends the control batch through
+    the partition's leader (epoch checks) and resolves the producer's pending transactional
+    offsets (Kafka 4.x: the group coordinator writes and replays that marker).
     """
 
     __slots__ = ("_group",)
@@ -128,10 +130,14 @@ class GroupRuntimeMarkerSink:
         timestamp: int,
     ) -> MarkerResult:
         """Forward one marker; the group runtime stamps it with its own (shared) clock."""
-        batch = self._group.write_txn_marker(
-            partition, producer_id, producer_epoch, coordinator_epoch, committed
+        return self._group.append_txn_marker(
+            partition,
+            producer_id,
+            producer_epoch,
+            coordinator_epoch,
+            committed,
+            transaction_version=transaction_version,
         )
-        return MarkerResult(Errors.NONE, batch.base_offset)
 
 
 class MarkerWriteError(RuntimeError):
@@ -294,6 +300,28 @@ class TxnRuntime:
         self, states: Iterable[str] = (), producer_ids: Iterable[int] = (), duration_ms: int = -1
     ) -> ListTransactionsResponse:
         return self.coordinator.list_transactions(states, producer_ids, duration_ms)
+
+    def verify_transactional_write(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        topic: str,
+        partition: int,
+    ) -> Errors:
+        """KIP-890 verification for a coordinator's transactional write (TxnOffsetCommit).
+
+        Returns:
+            NONE when verification is off or the partition is in the producer's ongoing
+            transaction; otherwise the transaction coordinator's error (PRODUCER_FENCED for a
+            stale epoch, TRANSACTION_ABORTABLE for a partition never added, ...).
+        """
+        if not self.config.transaction_partition_verification_enable:
+            return Errors.NONE
+        tp = TopicPartition(topic, partition)
+        return self.coordinator.verify_partitions_in_transaction(
+            transactional_id, producer_id, producer_epoch, (tp,)
+        )[tp]
 
     # ------------------------------------------------------------------ the leader's Produce
 
