@@ -10,14 +10,19 @@ compressed batches). Keys and values are never copied out unless asked for
 
 How the records are found, with the wire layout of ``batch.py``:
 
-1. Python frames the batches (``int64 offset, int32 length`` per batch), checks CRC-32C (one C
-   call per batch), decompresses compressed record sections (bounded, ``compression.py``) and
-   walks each batch's records reading only their length varint (1-2 bytes, inlined) to list the
-   record start positions. This is the only per-record Python work.
-2. numpy decodes every other record field for all records of the chunk at once: the zigzag
-   varints (timestampDelta, offsetDelta, keyLength, valueLength, headerCount) are gathered at
-   the current field position of every record, continuation bytes handled column by column.
-3. Every record must end exactly at its length; a batch where any check fails is decoded
+1. Python frames the batches: one loop reads each batch's ``int32 length`` (``batch[i+1]``
+   starts at ``batch[i] + 12 + length``), keeps its 61 header bytes and computes its CRC-32C
+   (one C call). This is the only per-batch Python work for uncompressed batches; compressed
+   sections are then decompressed one by one (bounded, ``compression.py``).
+2. numpy reads every header field, count and codec for all batches at once.
+3. Record boundaries are found in lock-step: record ``k`` of every batch is located in one
+   vectorized step (its length varint, then ``start + width + length``), so a chunk costs one
+   round per record of its longest batch, not one Python step per record. When only a few
+   batches are still being walked (one much longer than the rest), a plain loop finishes them.
+4. numpy decodes every other record field for all records of the chunk at once: the zigzag
+   varints (timestampDelta, offsetDelta, keyLength, valueLength, headerCount), with fast paths
+   for the 1- and 2-byte varints coordinator records use.
+5. Every record must end exactly at its length; a batch where any check fails is decoded
    again by the per-record reader (``batch.decode_records``), which names the first bad field
    with its path and byte offset, and the batch is reported (its records are left out).
    Legacy (magic 0/1) entries and records with headers are rare: they go through the
