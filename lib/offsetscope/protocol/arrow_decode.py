@@ -663,3 +663,44 @@ __all__ = [
     "decode_row",
     "raw_batch",
 ]
+
+
+def raw_batch_from_columns(chunk: Any, topic: str, partition: int = 0) -> pa.RecordBatch:
+    """The records of a log :class:`~offsetscope.protocol.log.ColumnChunk` as a raw batch.
+
+    ``topic`` is the internal topic whose schemas apply. Records of batches the scanner could not
+    decode (``decoded`` false) are not in the chunk's record columns and so not here either.
+    """
+    records, headers = chunk.records, chunk.batches
+    n = len(records)
+    b = records.batch
+    key_offsets, key_data, key_valid = records.gather("key")
+    value_offsets, value_data, value_valid = records.gather("value")
+    columns = {
+        "topic": pa.array([topic] * n, pa.string()),
+        "partition": pa.array(np.full(n, partition, dtype=np.int32)),
+        "offset": pa.array(records.offset, pa.int64()),
+        "timestamp": pa.array(records.timestamp, pa.int64()),
+        "key": binary_array(key_offsets, key_data, key_valid),
+        "value": binary_array(value_offsets, value_data, value_valid),
+        "producer_id": pa.array(headers.producer_id[b], pa.int64()),
+        "producer_epoch": pa.array(headers.producer_epoch[b], pa.int16()),
+        "is_transactional": pa.array(headers.is_transactional[b], pa.bool_()),
+        "is_control": pa.array(headers.is_control[b], pa.bool_()),
+    }
+    return pa.RecordBatch.from_arrays([columns[f.name] for f in RAW_SCHEMA], schema=RAW_SCHEMA)
+
+
+def binary_array(offsets: np.ndarray, data: np.ndarray, valid: np.ndarray) -> pa.Array:
+    """A binary array from Arrow-layout offsets and data; ``valid`` false = null."""
+    n = len(valid)
+    validity = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(
+        pa.binary(),
+        n,
+        [
+            validity,
+            pa.py_buffer(offsets.astype(np.int32)),
+            pa.py_buffer(np.ascontiguousarray(data)),
+        ],
+    )

@@ -24,7 +24,7 @@ import base64
 import json
 import struct
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from offsetscope.protocol import consumer_protocol as cp
@@ -46,39 +46,58 @@ def uuid_from_kafka(text: str) -> uuid.UUID:
 
 def message_json(message: Message, version: int, data: Mapping[str, Any]) -> dict[str, Any]:
     """Render ``data`` (a decoded message at ``version``) as Kafka's JSON converter does."""
-    return _struct_json(message.fields, version, data)
+    rendered: dict[str, Any] = _renderer(message.fields, version)(data)
+    return rendered
 
 
-def _struct_json(fields: Sequence[Field], version: int, data: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for f in fields:
-        if not f.present_in(version):
-            continue
-        value = data.get(f.json_name, f.default_value())
-        if f.is_tagged_in(version) and value == f.default_value():
-            continue
-        out[f.json_name] = _value_json(f, version, value)
-    return out
+Render = Callable[[Any], Any]
+_RENDERERS: dict[tuple[int, int], Render] = {}
 
 
-def _value_json(f: Field, version: int, value: Any) -> Any:
-    if value is None:
-        return None
-    if f.is_array:
-        if f.is_struct:
-            return [_struct_json(f.fields, version, item) for item in value]
-        return [_scalar_json(f.element_type, item) for item in value]
+def _renderer(fields: Sequence[Field], version: int) -> Render:
+    """A function rendering one struct of ``fields`` at ``version``; built once per layout.
+
+    Fields in declaration order, only those of the version; a tagged field is left out when it
+    equals its default.
+    """
+    key = (id(fields), version)
+    hit = _RENDERERS.get(key)
+    if hit is not None:
+        return hit
+    plan = [
+        (f.json_name, f.default_value(), f.is_tagged_in(version), _value_renderer(f, version))
+        for f in fields
+        if f.present_in(version)
+    ]
+
+    def render(data: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for json_name, default, tagged, conv in plan:
+            value = data.get(json_name, default)
+            if tagged and value == default:
+                continue
+            out[json_name] = value if conv is None or value is None else conv(value)
+        return out
+
+    _RENDERERS[key] = render
+    return render
+
+
+def _value_renderer(f: Field, version: int) -> Render | None:
     if f.is_struct:
-        return _struct_json(f.fields, version, value)
-    return _scalar_json(f.type, value)
+        inner = _renderer(f.fields, version)
+        return (lambda items: [inner(i) for i in items]) if f.is_array else inner
+    scalar = _SCALAR_RENDER.get(f.element_type)
+    if scalar is None:
+        return None
+    return (lambda items: [scalar(i) for i in items]) if f.is_array else scalar
 
 
-def _scalar_json(typ: str, value: Any) -> Any:
-    if typ == "bytes":
-        return base64.b64encode(value).decode("ascii")
-    if typ == "uuid":
-        return uuid_to_kafka(value)
-    return value
+def _b64(value: bytes) -> str:
+    return base64.b64encode(value).decode("ascii")
+
+
+_SCALAR_RENDER: dict[str, Render] = {"bytes": _b64, "uuid": uuid_to_kafka}
 
 
 def _value_payload(record: CoordinatorRecord, *, decode_blobs: bool) -> dict[str, Any]:
