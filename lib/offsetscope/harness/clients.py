@@ -85,6 +85,7 @@ from offsetscope.protocol.records import CoordinatorRecord, UnknownRecord
 
 __all__ = [
     "STRATEGIES",
+    "ClientCommandError",
     "ClientPool",
     "CommitResult",
     "ConditionTimeoutError",
@@ -98,6 +99,7 @@ __all__ = [
     "RebalanceEvent",
     "TopicPart",
     "TransactionalProducer",
+    "commit_without_membership",
     "committed_offsets",
     "create_topic",
     "delete_group",
@@ -116,7 +118,8 @@ T = TypeVar("T")
 
 # partition.assignment.strategy values librdkafka knows, by the names tests use.
 STRATEGIES = ("range", "roundrobin", "cooperative-sticky")
-_POLL_S = 0.1
+# How long one poll() blocks: also how long a command (commit, stall ...) may wait for the loop.
+_POLL_S = 0.02
 _WAIT_INTERVAL_S = 0.05
 _CGMD_MAGIC = b"CGMDv2:"
 _INT32_NATIVE = struct.Struct("=i")
@@ -423,6 +426,15 @@ class _Observations:
             return self._replies.pop(request_id, None)
 
 
+def _topic_partition(
+    topic: str, partition: int, offset: int, metadata: str | None
+) -> TopicPartition:
+    # The binding rejects metadata=None; leaving it out sends a null metadata.
+    if metadata is None:
+        return TopicPartition(topic, partition, offset)
+    return TopicPartition(topic, partition, offset, metadata=metadata)
+
+
 def _tp_list(parts: Iterable[TopicPartition]) -> list[list[Any]]:
     return [[p.topic, p.partition] for p in parts]
 
@@ -538,7 +550,11 @@ class _PollLoop:
                     return True
                 if action == "drop":
                     return False
-                self._command(consumer, cmd)
+                try:
+                    self._command(consumer, cmd)
+                except (KafkaException, ValueError, TypeError) as exc:
+                    # A bad command fails that command, not the member.
+                    self._reply(cmd, f"{type(exc).__name__}: {exc}")
                 continue
             if self._stalled:
                 continue
@@ -597,10 +613,7 @@ class _PollLoop:
                 done = consumer.commit(asynchronous=False)
             else:
                 done = consumer.commit(
-                    offsets=[
-                        TopicPartition(t, p, o, metadata=(m if m is not None else None))
-                        for t, p, o, m in offsets
-                    ],
+                    offsets=[_topic_partition(t, p, o, m) for t, p, o, m in offsets],
                     asynchronous=False,
                 )
         except KafkaException as exc:
@@ -1158,6 +1171,46 @@ def standalone_group_metadata(bootstrap: str, group_id: str) -> bytes:
         return bytes(consumer.consumer_group_metadata())
     finally:
         consumer.close()
+
+
+def commit_without_membership(
+    bootstrap: str,
+    group_id: str,
+    offsets: Mapping[TopicPart, int],
+    *,
+    metadata: str | None = None,
+) -> list[tuple[str, int, int]]:
+    """OffsetCommit for a group this client never joins (generation -1, empty member id).
+
+    What a "simple" consumer (``assign()``, no ``subscribe()``) or an admin tool does: the
+    coordinator stores the offsets in an implicit group that has no GroupMetadata record.
+
+    Returns:
+        The committed ``(topic, partition, offset)`` triples.
+
+    Raises:
+        ClientCommandError: the commit failed for some partition.
+    """
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group_id,
+            "enable.auto.commit": False,
+            "logger": _RDKAFKA_LOG,
+        }
+    )
+    try:
+        done = consumer.commit(
+            offsets=[_topic_partition(t, p, o, metadata) for (t, p), o in sorted(offsets.items())],
+            asynchronous=False,
+        )
+    finally:
+        consumer.close()
+    parts = list(done or [])
+    failed = [(p.topic, p.partition, p.error) for p in parts if p.error is not None]
+    if failed:
+        raise ClientCommandError(f"commit failed: {failed}")
+    return [(str(p.topic), int(p.partition), int(p.offset)) for p in parts]
 
 
 # ============================================================================ pool
