@@ -7,7 +7,7 @@ the bundled coordinator, kept in memory and deterministic:
 * a :class:`PartitionLog` assigns offsets, keeps batches in order and tracks the state a broker
   derives from them: the high watermark (next offset), the log start offset, the first offset of
   every open transaction per producer id (so the last stable offset can be computed, as Kafka's
-  ``ProducerStateManager`` does), and the aborted transactions a ``.txnindex`` lists;
+  ``ProducerStateManager`` does), and the aborted transactions a ``.txnindex`` lists (as its ``AbortedTxn`` entries);
 * a :class:`LogStore` holds all partitions of all topics;
 * serialising to a Kafka log directory happens at the edge (``offsetscope.protocol.log``), so the
   coordinator never deals with file formats.
@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+
+from offsetscope.protocol.log.index import AbortedTxn
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,16 +54,6 @@ class Batch:
     @property
     def max_timestamp(self) -> int:
         return max(r.timestamp for r in self.records)
-
-
-@dataclass(frozen=True, slots=True)
-class AbortedTxn:
-    """An aborted transaction as ``.txnindex`` stores it (kafka-formats.md section 7.7)."""
-
-    producer_id: int
-    first_offset: int
-    last_offset: int
-    last_stable_offset: int
 
 
 @dataclass(slots=True)
