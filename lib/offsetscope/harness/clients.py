@@ -303,6 +303,15 @@ class CommitResult:
     def ok(self) -> bool:
         return self.error is None and all(e is None for e in self.errors)
 
+    @staticmethod
+    def from_observation(obs: Mapping[str, Any]) -> CommitResult:
+        return CommitResult(
+            offsets=tuple((str(t), int(p), int(o)) for t, p, o in obs["offsets"]),
+            errors=tuple(obs["errors"]),
+            at_ms=int(obs["at_ms"]),
+            error=obs.get("error"),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class ObservedError:
@@ -375,14 +384,7 @@ class _Observations:
                     self._positions[(t, p)] = int(offset) + 1
                 self._consumed += len(obs["records"])
             elif kind == "commit":
-                self._commits.append(
-                    CommitResult(
-                        offsets=tuple((t, int(p), int(o)) for t, p, o in obs["offsets"]),
-                        errors=tuple(obs["errors"]),
-                        at_ms=obs["at_ms"],
-                        error=obs.get("error"),
-                    )
-                )
+                self._commits.append(CommitResult.from_observation(obs))
             elif kind == "error":
                 self._errors.append(
                     ObservedError(obs["name"], obs["text"], bool(obs["fatal"]), obs["at_ms"])
@@ -460,7 +462,6 @@ class _PollLoop:
         self.commands: queue.Queue[dict[str, Any]] = queue.Queue()
         self._assignment: set[TopicPart] = set()
         self._stalled = False
-        self._consumer: Consumer | None = None
         self._generation: tuple[int | None, str] = (None, "")
         self._since_commit = 0
 
@@ -517,8 +518,6 @@ class _PollLoop:
                 "logger": _RDKAFKA_LOG,
             }
         )
-        self._consumer = consumer
-        close = True
         try:
             consumer.subscribe(
                 list(self.config.topics),
@@ -526,14 +525,15 @@ class _PollLoop:
                 on_revoke=lambda c, p: self._rebalance("revoked", c, p),
                 on_lost=lambda c, p: self._rebalance("lost", c, p),
             )
-            close = self._loop(consumer)
+            self._loop(consumer)
         finally:
-            if close:
-                consumer.close()
+            # close() commits nothing here (no auto-commit unless configured) and sends
+            # LeaveGroup for a dynamic member; a static member keeps its slot (KIP-345).
+            consumer.close()
             self.emit({"type": "closed", "at_ms": self.clock.now_ms()})
 
-    def _loop(self, consumer: Consumer) -> bool:
-        """Poll until told to leave (returns True: close) or to drop (False: no close)."""
+    def _loop(self, consumer: Consumer) -> None:
+        """Poll, and run commands between polls, until told to leave."""
         while True:
             try:
                 cmd = (
@@ -547,9 +547,7 @@ class _PollLoop:
                 action = cmd["cmd"]
                 if action == "leave":
                     self._reply(cmd, None)
-                    return True
-                if action == "drop":
-                    return False
+                    return
                 try:
                     self._command(consumer, cmd)
                 except (KafkaException, ValueError, TypeError) as exc:
@@ -595,9 +593,8 @@ class _PollLoop:
             self._stalled = False
             self._reply(cmd, None)
         elif action == "commit":
-            offsets = cmd.get("offsets")
-            result = self._commit(consumer, offsets)
-            self._reply(cmd, result.get("error"))
+            # A failed commit is a result (CommitResult.error), not a failed command.
+            self._reply(cmd, None, value=self._commit(consumer, cmd.get("offsets")))
         elif action == "group_metadata":
             blob = bytes(consumer.consumer_group_metadata())
             self._reply(cmd, None, value=blob.hex())
@@ -865,14 +862,14 @@ class ConsumerMember:
             timeout_s: how long to wait for the poll loop to answer.
 
         Returns:
-            The commit's result (also in :attr:`commits`).
+            The commit's result (also in :attr:`commits`). A commit the broker or librdkafka
+            refused (e.g. ``_NO_OFFSET``: nothing consumed since the last commit) is reported
+            there (``ok`` is False), not raised.
         """
         cmd: dict[str, Any] = {"cmd": "commit"}
         if offsets is not None:
             cmd["offsets"] = [[t, p, o, metadata] for (t, p), o in sorted(offsets.items())]
-        before = len(self._obs.view().commits)
-        self._send(cmd, timeout_s)
-        return self._obs.view().commits[before]
+        return CommitResult.from_observation(self._send(cmd, timeout_s))
 
     def group_metadata(self, timeout_s: float = 10.0) -> bytes:
         """librdkafka's consumer group metadata, for ``send_offsets_to_transaction``."""
