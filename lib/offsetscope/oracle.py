@@ -3,10 +3,12 @@
 ``make oracle`` (``python -m offsetscope.oracle``) starts a fresh harness broker, drives it with
 real clients through every scenario of :mod:`offsetscope.harness.clients` plus enough commit
 traffic (:func:`run_workload`), stops it, and then, for every segment of every
-``__consumer_offsets-*`` and ``__transaction_state-*`` directory, compares::
+``__consumer_offsets-*``, ``__transaction_state-*`` (and, when share groups ran,
+``__share_group_state-*``) directory, compares::
 
-    kafka-dump-log --files <segments> --offsets-decoder            (__consumer_offsets)
-    kafka-dump-log --files <segments> --transaction-log-decoder    (__transaction_state)
+    kafka-dump-log --files <segments> --offsets-decoder              (__consumer_offsets)
+    kafka-dump-log --files <segments> --transaction-log-decoder      (__transaction_state)
+    kafka-dump-log --files <segments> --share-group-state-decoder    (__share_group_state)
 
 with offsetscope's decode of the same files (``--log-dir DIR`` compares an existing log
 directory instead, copied first when a broker may still be writing it).
@@ -74,7 +76,7 @@ from offsetscope.protocol.log import ScanReport, read_segment
 from offsetscope.protocol.log.control import ControlRecordType, EndTxnMarker, parse_control_key
 from offsetscope.protocol.log.model import Record, RecordBatch
 from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC, UnknownRecord
-from offsetscope.protocol.registry import record_type
+from offsetscope.protocol.registry import SHARE_STATE_TOPIC, record_type
 from offsetscope.protocol.transaction_log import status_name
 
 __all__ = [
@@ -96,8 +98,14 @@ __all__ = [
     "snapshot_log_dir",
 ]
 
-# The internal topics and the DumpLogSegments decoder for each.
-DECODERS = {OFFSETS_TOPIC: "offsets", TRANSACTION_TOPIC: "transaction"}
+# The internal topics and the DumpLogSegments decoder option for each. ``__share_group_state``
+# (KIP-932 share groups) is compared too when the broker has it: its records are coordinator
+# records like the others, and Kafka 4.4 writes them as soon as a share consumer appears.
+DECODERS = {
+    OFFSETS_TOPIC: "--offsets-decoder",
+    TRANSACTION_TOPIC: "--transaction-log-decoder",
+    SHARE_STATE_TOPIC: "--share-group-state-decoder",
+}
 MIN_RECORDS = 1_000
 _COMPRESSION_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime", "NoTimestampType")
@@ -674,7 +682,9 @@ def compare_log_dir(
             by_topic[topic] = 0
             continue
         began = time.monotonic()
-        theirs_all = parse_dump_log(run_dump_log(segments, DECODERS[topic], config=cfg))
+        theirs_all = parse_dump_log(
+            run_dump_log(segments, None, config=cfg, extra_args=(DECODERS[topic],))
+        )
         dump_s += time.monotonic() - began
         topic_total = Comparison()
         for segment in segments:
@@ -718,6 +728,7 @@ def run_workload(
     *,
     scale: int = 200,
     kip848: bool = True,
+    share: bool = True,
     tag: str | None = None,
     say: Any = None,
 ) -> WorkloadSummary:
@@ -727,7 +738,7 @@ def run_workload(
     killed without leaving (session timeout), one exceeding max.poll.interval, static members
     restarting, explicit (with metadata), automatic and member-less commits, a deleted group
     (tombstones), transactions committing and aborting offsets, one timed out, a fenced
-    zombie, optionally a KIP-848 group, and ``scale`` rounds of explicit commits over six
+    zombie, optionally a KIP-848 group and a share group, and ``scale`` rounds of explicit commits over six
     partitions (6 x ``scale`` OffsetCommit records).
 
     Args:
@@ -735,6 +746,8 @@ def run_workload(
         log_dir: its ``log.dirs``, to wait on what it wrote.
         scale: rounds of commit traffic.
         kip848: include a KIP-848 (``group.protocol=consumer``) group.
+        share: include a KIP-932 share group (``__consumer_offsets`` types 10-15 and
+            ``__share_group_state``).
         tag: suffix of every name (default: random), so runs never collide.
         say: progress callback taking one string (default: silent).
 
@@ -883,6 +896,18 @@ def run_workload(
             k2.leave()
             k1.leave()
 
+        if share:
+            note("workload: a KIP-932 share group")
+            g = group("share")
+            sent = iter(range(10_000))
+
+            def produce_one() -> None:
+                i = next(sent)
+                producer.send(data, f"share-{i}".encode(), partition=i % 6)
+
+            hc.share_consume(bootstrap, g, (data,), want=30, tick=produce_one)
+            producer.flush()
+
         note("workload: commits without group membership")
         simple = group("simple")
         hc.commit_without_membership(bootstrap, simple, {(data, p): 7 for p in range(6)})
@@ -940,6 +965,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scale", type=int, default=200, help="rounds of commit traffic")
     parser.add_argument("--min-records", type=int, default=MIN_RECORDS)
     parser.add_argument("--no-kip848", action="store_true", help="leave out the KIP-848 group")
+    parser.add_argument("--no-share", action="store_true", help="leave out the share group")
     parser.add_argument(
         "--offsets-compression",
         choices=sorted(_COMPRESSION_NAMES.values()),
@@ -993,6 +1019,7 @@ def _run_on_new_broker(cfg: BrokerConfig, args: argparse.Namespace) -> OracleRep
             handle.log_dir,
             scale=args.scale,
             kip848=not args.no_kip848,
+            share=not args.no_share,
             say=lambda msg: print(f"oracle: {msg}", flush=True),
         )
         print(

@@ -4,8 +4,8 @@ The same comparison as ``make oracle`` (:mod:`offsetscope.oracle`), on a smaller
 clients drive the session broker through every classic-group and transaction scenario with a
 little commit traffic, the internal topics' segments are copied (the broker keeps running), and
 Kafka's tool and offsetscope decode the copy. Whatever earlier tests of the run wrote is
-compared too. KIP-848 groups are left to ``make oracle``, which runs its own broker: later tests
-of this run read ``__consumer_offsets`` expecting classic groups only.
+compared too. KIP-848 and share groups are left to ``make oracle``, which runs its own broker:
+later tests of this run read ``__consumer_offsets`` expecting classic groups only.
 """
 
 from __future__ import annotations
@@ -60,16 +60,16 @@ def _kinds(snapshot: Path) -> Counter[str]:
 def test_dump_log_segments_agrees_with_offsetscope_on_the_broker_log(
     kafka_broker: BrokerHandle, tmp_path: Path
 ) -> None:
-    summary = run_workload(kafka_broker.bootstrap, kafka_broker.log_dir, scale=30, kip848=False)
+    summary = run_workload(
+        kafka_broker.bootstrap, kafka_broker.log_dir, scale=30, kip848=False, share=False
+    )
     snapshot = snapshot_log_dir(kafka_broker.log_dir, tmp_path / "snapshot")
 
     report = compare_log_dir(snapshot, config=kafka_broker.config)
 
     assert report.differences == (), "\n".join(str(d) for d in report.differences[:40])
     assert report.summary_line() == f"oracle: {report.records} records compared, 0 differ"
-    assert report.files == len(internal_segments(snapshot, OFFSETS)) + len(
-        internal_segments(snapshot, TXN)
-    )
+    assert report.files == sum(len(internal_segments(snapshot, t)) for t in DECODERS)
     assert report.records_by_topic[OFFSETS] >= 250
     assert report.records_by_topic[TXN] >= 20
     kinds = _kinds(snapshot)

@@ -69,6 +69,7 @@ from confluent_kafka import (
     KafkaException,
     Message,
     Producer,
+    ShareConsumer,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
@@ -106,6 +107,7 @@ __all__ = [
     "list_offsets",
     "parse_group_metadata",
     "read_internal_log",
+    "share_consume",
     "standalone_group_metadata",
     "wait_until",
 ]
@@ -1208,6 +1210,53 @@ def commit_without_membership(
     if failed:
         raise ClientCommandError(f"commit failed: {failed}")
     return [(str(p.topic), int(p.partition), int(p.offset)) for p in parts]
+
+
+def share_consume(
+    bootstrap: str,
+    group_id: str,
+    topics: Sequence[str],
+    *,
+    want: int,
+    tick: Callable[[], None] | None = None,
+    timeout_s: float = 60.0,
+) -> int:
+    """Consume as a KIP-932 share group member until ``want`` records arrived, then commit.
+
+    librdkafka's share consumer (a preview in confluent-kafka 2.16) acknowledges each record
+    implicitly at the next poll; ``commit_sync`` then makes the share coordinator persist the
+    delivery state (``__share_group_state``), and ``close`` leaves the group. A new share group
+    starts at the latest offset, so ``tick`` (called every poll turn) is where the caller
+    produces the records to be consumed.
+
+    Returns:
+        How many records arrived.
+
+    Raises:
+        ConditionTimeoutError: fewer than ``want`` arrived before the deadline.
+    """
+    consumer = ShareConsumer(
+        {"bootstrap.servers": bootstrap, "group.id": group_id, "logger": _RDKAFKA_LOG}
+    )
+    received = 0
+    try:
+        consumer.subscribe(list(topics))
+        deadline = time.monotonic() + timeout_s
+        while received < want:
+            if time.monotonic() >= deadline:
+                raise ConditionTimeoutError(
+                    f"share group {group_id}: {received} of {want} records in {timeout_s} s"
+                )
+            if tick is not None:
+                tick()
+            for msg in consumer.poll(0.2) or ():
+                if msg.error() is None:
+                    received += 1
+        consumer.poll(0.2)  # acknowledges the last batch (implicit mode)
+        consumer.commit_sync(timeout_s)
+    finally:
+        consumer.close()
+    return received
 
 
 # ============================================================================ pool
