@@ -741,7 +741,8 @@ golden(
             carr(1),  # PartitionsPendingRevocation: 1
             U2.bytes,  #   TopicId
             carr(0),  #   Partitions: none
-            NO_TAGS,  #   element tags (AssignmentEpochs null)
+            NO_TAGS,  #   element tags: AssignmentEpochs absent = its default, [] (JSON
+            #             "default": null means no default, not a null default)
             NO_TAGS,  # top-level tags
         ]
     ),
@@ -753,9 +754,7 @@ golden(
         "previousMemberEpoch": 11,
         "state": 1,
         "assignedPartitions": [{"topicId": U1, "partitions": [0], "assignmentEpochs": [12]}],
-        "partitionsPendingRevocation": [
-            {"topicId": U2, "partitions": [], "assignmentEpochs": None}
-        ],
+        "partitionsPendingRevocation": [{"topicId": U2, "partitions": [], "assignmentEpochs": []}],
     },
 )
 
@@ -1143,7 +1142,7 @@ golden(
         "memberEpoch": 3,
         "previousMemberEpoch": 2,
         "state": 1,
-        "activeTasks": [{"subtopologyId": "0", "partitions": [], "assignmentEpochs": None}],
+        "activeTasks": [{"subtopologyId": "0", "partitions": [], "assignmentEpochs": []}],
         "standbyTasks": [],
         "warmupTasks": [],
         "activeTasksPendingRevocation": [],
@@ -1433,5 +1432,38 @@ golden(
         "startOffset": -1,
         "deliveryCompleteCount": 5,
         "stateBatches": [],
+    },
+)
+
+golden(
+    "consumer group current member assignment (8), explicit null epochs",
+    OFFSETS,
+    CGM_KEY(8),
+    b"".join(
+        [
+            i16(0),  # version 0
+            i32(3),  # MemberEpoch
+            i32(3),  # PreviousMemberEpoch
+            i8(0),  # State: STABLE
+            carr(1),  # AssignedPartitions: 1
+            U1.bytes,  #   TopicId
+            carr(0),  #   Partitions: none
+            uv(1),  #   1 tagged field
+            uv(0),  #   tag 0: AssignmentEpochs
+            uv(1),  #   1 byte
+            carr(None),  #   null, written explicitly since the default is []
+            carr(0),  # PartitionsPendingRevocation: none
+            NO_TAGS,  # tags
+        ]
+    ),
+    8,
+    {"groupId": "cg", "memberId": "m1"},
+    0,
+    {
+        "memberEpoch": 3,
+        "previousMemberEpoch": 3,
+        "state": 0,
+        "assignedPartitions": [{"topicId": U1, "partitions": [], "assignmentEpochs": None}],
+        "partitionsPendingRevocation": [],
     },
 )

@@ -669,7 +669,11 @@ class DumpLogError(BrokerError):
     """Kafka's DumpLogSegments exited with an error; the message holds its stderr."""
 
 
-DECODER_FLAGS = {"offsets": "--offsets-decoder", "transaction": "--transaction-log-decoder"}
+DECODER_FLAGS = {
+    "offsets": "--offsets-decoder",
+    "transaction": "--transaction-log-decoder",
+    "share": "--share-group-state-decoder",
+}
 
 
 def dump_log_command(

@@ -278,7 +278,8 @@ def _error_struct(exc: errors.DecodeError) -> dict[str, Any]:
 
 def _snake(message: Message, version: int, data: dict[str, Any] | Any) -> dict[str, Any]:
     """Message dict (Kafka JSON names) -> Arrow row dict (snake_case, uuids as text)."""
-    return _converter(message.fields, version)(data)
+    row: dict[str, Any] = _converter(message.fields, version)(data)
+    return row
 
 
 Converter = Callable[[Any], Any]

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from offsetscope.protocol import errors
+from offsetscope.protocol.schema import NULL, Message
 from offsetscope.protocol.schema import Field as F
-from offsetscope.protocol.schema import Message
 
 PROTOCOL_TYPE = "consumer"
 HIGHEST_VERSION = 3
@@ -39,10 +39,10 @@ SUBSCRIPTION = Message(
     flexible="none",
     fields=(
         F("Topics", "[]string", "0+"),
-        F("UserData", "bytes", "0+", nullable="0+"),
+        F("UserData", "bytes", "0+", nullable="0+", default=NULL),
         F("OwnedPartitions", "[]TopicPartition", "1+", fields=_TOPIC_PARTITION),
         F("GenerationId", "int32", "2+", default=-1),
-        F("RackId", "string", "3+", nullable="3+"),
+        F("RackId", "string", "3+", nullable="3+", default=NULL),
     ),
 )
 ASSIGNMENT = Message(
@@ -51,7 +51,7 @@ ASSIGNMENT = Message(
     flexible="none",
     fields=(
         F("AssignedPartitions", "[]TopicPartition", "0+", fields=_TOPIC_PARTITION),
-        F("UserData", "bytes", "0+", nullable="0+"),
+        F("UserData", "bytes", "0+", nullable="0+", default=NULL),
     ),
 )
 
@@ -105,7 +105,7 @@ def _read_prefix(blob: bytes, layout: int) -> dict[str, Any]:
             continue
         if pos == len(blob):
             for f in SUBSCRIPTION.fields_in(layout):
-                data.setdefault(f.json_name, f.default_value())
+                data.setdefault(f.json_name, f.default_value(layout))
             return data
     raise errors.TruncatedError("subscription", 2, 1, max(len(blob) - 2, 0))
 

@@ -26,8 +26,8 @@ Framing (``CoordinatorRecordSerde``)::
 
 from __future__ import annotations
 
+from offsetscope.protocol.schema import NULL, Message
 from offsetscope.protocol.schema import Field as F
-from offsetscope.protocol.schema import Message
 
 # ------------------------------------------------------------------ types 0, 1: offset commits
 
@@ -76,7 +76,7 @@ OFFSET_COMMIT_VALUE = Message(
 
 MEMBER_METADATA = (
     F("memberId", "string", "0+"),
-    F("groupInstanceId", "string", "3+", nullable="3+"),
+    F("groupInstanceId", "string", "3+", nullable="3+", default=NULL),
     F("clientId", "string", "0+"),
     F("clientHost", "string", "0+"),
     F("rebalanceTimeout", "int32", "1+", default=-1),
@@ -338,6 +338,7 @@ STREAMS_GROUP_MEMBER_METADATA_VALUE = _value(
         "Endpoint",
         "0+",
         nullable="0+",
+        default=NULL,
         fields=(F("Host", "string", "0+"), F("Port", "uint16", "0+")),
     ),
     F("ClientTags", "[]KeyValue", "0+", fields=_KEY_VALUE),

@@ -65,7 +65,12 @@ def _renderer(fields: Sequence[Field], version: int) -> Render:
     if hit is not None:
         return hit
     plan = [
-        (f.json_name, f.default_value(), f.is_tagged_in(version), _value_renderer(f, version))
+        (
+            f.json_name,
+            f.default_value(version),
+            f.is_tagged_in(version),
+            _value_renderer(f, version),
+        )
         for f in fields
         if f.present_in(version)
     ]

@@ -103,6 +103,22 @@ _DEFAULT_BY_TYPE: dict[str, Any] = {
 UNKNOWN_TAGS = "_unknownTaggedFields"
 
 
+class _Null:
+    """The spec's ``"default": "null"`` (a string in Kafka's JSON): the field defaults to null.
+
+    Kafka's generator reads a JSON ``null`` default (``"default": null``) as *no* default, which
+    for a nullable array or struct means an empty array or an empty struct -- and a null value
+    is then written explicitly. Only the string ``"null"`` makes null the default. There is one
+    instance, :data:`NULL`, compared by identity.
+    """
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL = _Null()
+
+
 @dataclass(frozen=True)  # not slotted: cached_property needs an instance __dict__
 class Field:
     """One field of a message or struct, as declared in Kafka's JSON spec.
@@ -172,14 +188,25 @@ class Field:
     def is_nullable_in(self, version: int) -> bool:
         return version in self.nullable_range
 
-    def default_value(self) -> Any:
-        """The value a field takes when it is absent: its spec default, else the type's zero."""
+    def default_value(self, version: int | None = None) -> Any:
+        """The value a field takes when it is absent, as Kafka's generated classes define it.
+
+        The spec default when there is one (``NULL`` for ``"default": "null"``), else the type's
+        zero: 0, ``""``, ``b""``, the zero uuid, an empty array, or a struct of its fields'
+        defaults (at ``version``, when given). Arrays and structs are fresh objects every call.
+        """
+        if self.default is NULL:
+            return None
         if self.default is not None:
             return self.default
-        if self.is_array or self.is_struct:
-            return None if self.nullable != "none" else ([] if self.is_array else None)
-        if self.nullable != "none" and self.type in ("string", "bytes"):
-            return None
+        if self.is_array:
+            return []
+        if self.is_struct:
+            return {
+                f.json_name: f.default_value(version)
+                for f in self.fields
+                if version is None or f.present_in(version)
+            }
         return _DEFAULT_BY_TYPE.get(self.type)
 
 
@@ -467,7 +494,13 @@ class _Generator:
             self._read_value(body, f, f"v_{f.json_name}", f.json_name, flexible, sub_readers)
         flush()
         for f in tagged:
-            body(f"v_{f.json_name} = {self._const(f.default_value())}")
+            dflt = f.default_value(self.version)
+            if isinstance(dflt, (list, dict)):
+                # A fresh object per record: decoded messages must not share mutable defaults.
+                factory = self._const(lambda f=f, v=self.version: f.default_value(v))
+                body(f"v_{f.json_name} = {factory}()")
+            else:
+                body(f"v_{f.json_name} = {self._const(dflt)}")
         if flexible:
             self._read_tagged_section(body, tagged, flexible, sub_readers)
         items = ", ".join(f"{f.json_name!r}: v_{f.json_name}" for f in present)
@@ -567,11 +600,20 @@ class _Generator:
             if nullable:
                 body("if pos >= end:")
                 body(f"    raise _trunc({p}, pos, 1, end)")
-                body("if buf[pos] >= 128:")  # int8 marker -1: null
+                if f.is_tagged_in(self.version):
+                    # Tagged: an unsigned varint marker, 0 = null (readUnsignedVarint() <= 0).
+                    body("marker = buf[pos]")
+                    body("if marker == 0:")
+                else:
+                    # Not tagged: an int8 marker, negative = null (readByte() < 0).
+                    body("if buf[pos] >= 128:")
                 body(f"    {target} = None")
                 body("    pos += 1")
                 body("else:")
-                body("    pos += 1")
+                if f.is_tagged_in(self.version):
+                    body("    marker, pos = _read_uvarint(buf, pos, " + p + ")")
+                else:
+                    body("    pos += 1")
                 body("    try:")
                 body(f"        {target}, pos = {sub}(buf, pos)")
                 body("    except DecodeError as exc:")
@@ -682,7 +724,7 @@ class _Generator:
         body = src.indent()
         for f in absent:
             # Kafka's writers refuse to drop a non-default value silently.
-            dflt = self._const(f.default_value())
+            dflt = self._const(f.default_value(v))
             body(f"x = d.get({f.json_name!r}, {dflt})")
             body(f"if x is not None and x != {dflt}:")
             body(f"    raise _not_default({f.name!r}, {v}, x)")
@@ -694,7 +736,7 @@ class _Generator:
             fmt = ">" + "".join(PRIMITIVES[g.type] for g in group)
             s = self._const(struct.Struct(fmt))
             args = ", ".join(
-                f"d.get({g.json_name!r}, {self._const(g.default_value())})" for g in group
+                f"d.get({g.json_name!r}, {self._const(g.default_value(v))})" for g in group
             )
             body(f"out += {s}.pack({args})")
             group.clear()
@@ -704,13 +746,13 @@ class _Generator:
                 group.append(f)
                 continue
             flush()
-            body(f"x = d.get({f.json_name!r}, {self._const(f.default_value())})")
+            body(f"x = d.get({f.json_name!r}, {self._const(f.default_value(v))})")
             self._write_value(body, f, "x", flexible, subs)
         flush()
         if flexible:
             body("tags = []")
             for f in tagged:
-                dflt = self._const(f.default_value())
+                dflt = self._const(f.default_value(v))
                 body(f"x = d.get({f.json_name!r}, {dflt})")
                 if f.type == "uuid" and not f.is_array:
                     # UUID equality is slow Python code; the default is the zero uuid.
@@ -779,8 +821,9 @@ class _Generator:
             return
         if f.is_struct:
             if nullable:
+                tagged = f.is_tagged_in(self.version)
                 body(f"if {var} is None:")
-                body(f"    {out}.append(0xff)")
+                body(f"    {out}.append({0 if tagged else 0xFF})")
                 body("else:")
                 body(f"    {out}.append(1)")
                 body(f"    {subs[f.name]}({var}, {out})")
