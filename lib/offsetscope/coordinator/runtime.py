@@ -120,6 +120,64 @@ class Pending(Generic[T]):
         return [functools.partial(cb, value) for cb in self._callbacks]
 
 
+class OffsetCommitEncoder:
+    """``encode_record`` with a fast path for the dominant record: OffsetCommit, value v4.
+
+    At scale nearly every record the coordinator writes is an offset commit, and the same
+    (group, topic, partition) keys are written again and again. Their key bytes are cached;
+    a v4 value without a topic id is packed directly (``int16 4 | int64 offset | int32
+    leaderEpoch | compact string metadata | int64 commitTimestamp | empty tagged section``),
+    byte-identical to the generic writer (a unit test holds the two together). Everything else
+    goes through :func:`offsetscope.protocol.encode_record`.
+    """
+
+    __slots__ = ("_keys",)
+
+    _HEAD = struct.Struct(">hqi")
+    _TIMESTAMP = struct.Struct(">q")
+    # Bound the key cache: beyond this many keys, fall back to encoding keys every time.
+    MAX_KEYS = 2_000_000
+
+    def __init__(self) -> None:
+        self._keys: dict[tuple[str, str, int], bytes] = {}
+
+    def encode(self, record: CoordinatorRecord) -> tuple[bytes, bytes | None]:
+        value = record.value
+        if record.record_type != 1 or value is None or record.value_version != 4:
+            return encode_record(record)
+        topic_id = value.get("topicId")
+        metadata = value["metadata"]
+        if (topic_id is not None and topic_id.int != 0) or not metadata.isascii():
+            return encode_record(record)
+        key = record.key
+        cache_key = (key["group"], key["topic"], key["partition"])
+        key_bytes = self._keys.get(cache_key)
+        if key_bytes is None:
+            key_bytes, _ = encode_record(record)
+            if len(self._keys) < self.MAX_KEYS:
+                self._keys[cache_key] = key_bytes
+        raw = metadata.encode("ascii")
+        n = len(raw) + 1
+        if n < 0x80:
+            length = bytes((n,))
+        else:
+            out = bytearray()
+            while n >= 0x80:
+                out.append((n & 0x7F) | 0x80)
+                n >>= 7
+            out.append(n)
+            length = bytes(out)
+        return key_bytes, b"".join(
+            (
+                self._HEAD.pack(4, value["offset"], value["leaderEpoch"]),
+                length,
+                raw,
+                self._TIMESTAMP.pack(value["commitTimestamp"]),
+                b"\x00",
+            )
+        )
+
+
 class TransactionVerifier(Protocol):
     """The transaction coordinator's side of KIP-890 verification (``TxnRuntime``)."""
 
@@ -186,7 +244,7 @@ class GroupCoordinatorRuntime:
         self.log = log
         self.clock = clock
         self.topic = topic
-        self._encode = encode_record
+        self._encode = OffsetCommitEncoder().encode
         self._partition_for = partition_for
         # Java's String.hashCode in Python is slow enough to matter on the commit path.
         self._partitions: dict[str, int] = {}

@@ -26,6 +26,7 @@ request (possibly within the same result) names it by the runtime's request id.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -314,12 +315,12 @@ class GroupCoordinatorShard:
         for topic in topics:
             results: list[msg.PartitionResult] = []
             for p in topic.partitions:
-                if p.metadata is not None and _java_length(p.metadata) > limit:
+                if p.metadata and _java_length(p.metadata) > limit:
                     results.append(
                         msg.PartitionResult(p.partition, Errors.OFFSET_METADATA_TOO_LARGE)
                     )
                     continue
-                results.append(msg.PartitionResult(p.partition))
+                results.append(_accepted(p.partition))
                 oam = OffsetAndMetadata(
                     committed_offset=p.offset,
                     leader_epoch=None if p.leader_epoch == -1 else p.leader_epoch,
@@ -553,6 +554,12 @@ class GroupCoordinatorShard:
 
 
 # ----------------------------------------------------------------------------- helpers
+
+
+@functools.lru_cache(maxsize=4096)
+def _accepted(partition: int) -> msg.PartitionResult:
+    """The (immutable, shareable) result of an accepted partition: built once per number."""
+    return msg.PartitionResult(partition)
 
 
 def _heartbeat_timer(group_id: str, member: ClassicGroupMember, now: int) -> ch.TimerScheduled:

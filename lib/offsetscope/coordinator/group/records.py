@@ -62,7 +62,12 @@ def new_offset_commit_record(
     Returns:
         The record: value v1 when ``offset.expire_timestamp_ms`` is set, else v4.
     """
-    version = offset_commit_value_version(offset.expire_timestamp_ms is not None)
+    # The hot path of the coordinator (one call per committed partition): no helper calls.
+    version = (
+        OFFSET_COMMIT_VALUE_VERSION
+        if offset.expire_timestamp_ms is None
+        else OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY
+    )
     value: dict[str, object]
     if version == OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY:
         value = {
