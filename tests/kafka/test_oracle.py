@@ -4,8 +4,7 @@ The same comparison as ``make oracle`` (:mod:`offsetscope.oracle`), on a smaller
 clients drive the session broker through every classic-group and transaction scenario with a
 little commit traffic, the internal topics' segments are copied (the broker keeps running), and
 Kafka's tool and offsetscope decode the copy. Whatever earlier tests of the run wrote is
-compared too. KIP-848 and share groups are left to ``make oracle``, which runs its own broker:
-later tests of this run read ``__consumer_offsets`` expecting classic groups only.
+compared too, KIP-848 consumer groups and share groups included.
 """
 
 from __future__ import annotations
@@ -61,7 +60,7 @@ def test_dump_log_segments_agrees_with_offsetscope_on_the_broker_log(
     kafka_broker: BrokerHandle, tmp_path: Path
 ) -> None:
     summary = run_workload(
-        kafka_broker.bootstrap, kafka_broker.log_dir, scale=30, kip848=False, share=False
+        kafka_broker.bootstrap, kafka_broker.log_dir, scale=30, kip848=True, share=True
     )
     snapshot = snapshot_log_dir(kafka_broker.log_dir, tmp_path / "snapshot")
 
