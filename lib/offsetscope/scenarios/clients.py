@@ -243,6 +243,7 @@ class SimConsumer:
         topics: Sequence[str],
         spec: ConsumerSpec,
         app: ConsumerApp | None = None,
+        group_instance_id: str | None = None,
     ) -> None:
         self.cluster = cluster
         self.group_id = group_id
@@ -250,7 +251,7 @@ class SimConsumer:
         self.topics = tuple(sorted(set(topics)))
         self.spec = spec
         self.app = app
-        self.instance_id = client_id if spec.static else None
+        self.instance_id = group_instance_id or (client_id if spec.static else None)
         self.assignors: dict[str, Assignor] = {n: assignor_by_name(n) for n in spec.assignors}
         self.protocol = _rebalance_protocol(self.assignors.values())
         # assignor name -> (its last assignment, that generation): the Java assignors' state
@@ -343,6 +344,12 @@ class SimConsumer:
         self._poll_token += 1
         self._idle = False
         self.cluster.at(self._paused_until, self._resume_after_pause)
+
+    def resume(self) -> None:
+        """End a :meth:`pause` now."""
+        if self._paused_until > self.cluster.now:
+            self._paused_until = self.cluster.now
+            self._resume_after_pause()
 
     def set_processing_rate(self, rate: float) -> None:
         self.spec = replace(self.spec, processing_rate=rate)
@@ -610,8 +617,11 @@ class SimConsumer:
         """``subscriptions.allConsumed()``: the position of every assigned partition."""
         return self.positions
 
-    def commit(self, kind: str) -> Errors | None:
-        """Commit the consumed positions (``kind``: auto, sync, async, close, rebalance).
+    def commit(
+        self, kind: str, offsets: Mapping[TopicPartition, int] | None = None
+    ) -> Errors | None:
+        """Commit the consumed positions, or ``offsets`` (``kind``: auto, sync, async, close,
+        rebalance).
 
         Returns:
             The first error of the response, ``Errors.NONE``, or None when no request was sent
@@ -619,14 +629,13 @@ class SimConsumer:
         """
         if self.state is not MemberState.STABLE:
             return None
+        if offsets is None:
+            offsets = {o.tp: o.position for o in self._owned if o.position is not None}
         by_topic: dict[str, list[msg.OffsetCommitPartition]] = {}
-        offsets: dict[TopicPartition, int] = {}
-        for o in self._owned:
-            if o.position is not None:
-                offsets[o.tp] = o.position
-                by_topic.setdefault(o.tp.topic, []).append(
-                    msg.OffsetCommitPartition(o.tp.partition, o.position, 0, "")
-                )
+        for tp, offset in offsets.items():
+            by_topic.setdefault(tp.topic, []).append(
+                msg.OffsetCommitPartition(tp.partition, offset, 0, "")
+            )
         if not offsets:
             return None
         generation = self.generation
@@ -923,6 +932,7 @@ class SimConsumer:
             group_id=self.group_id,
             client_id=self.client_id,
             member_id=generation.member_id,
+            group_instance_id=self.instance_id,
             generation_id=generation.generation_id,
             protocol=generation.protocol_name,
             leader=self.is_leader,

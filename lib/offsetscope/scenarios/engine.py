@@ -294,7 +294,8 @@ class Simulation:
         slot.consumer.crash()
 
     def _do_restart(self, action: Action) -> None:
-        self._restart(self._slot(action), action)
+        # A member that is down (crashed, left) is simply started again.
+        self._restart(self._slot(action, running=False), action)
 
     def _restart(self, slot: Slot, action: Action) -> None:
         consumer = slot.consumer

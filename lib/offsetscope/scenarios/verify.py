@@ -59,6 +59,8 @@ class LoggedGroupMetadata:
     subscriptions: Mapping[str, tuple[tuple[str, ...], frozenset[Partition]]]
     assignments: Mapping[str, tuple[Partition, ...]]
     raw_assignments: Mapping[str, bytes]
+    client_ids: Mapping[str, str]
+    instance_ids: Mapping[str, str | None]
 
 
 @dataclass(slots=True)
@@ -86,10 +88,13 @@ def _partition_dirs(root: Path) -> list[tuple[str, int, Path]]:
     return out
 
 
-def decode_log_dir(root: Path) -> DecodedLogDir:
-    """Decode every partition directory under ``root``."""
+def decode_log_dir(root: Path, *, internal_only: bool = False) -> DecodedLogDir:
+    """Decode every partition directory under ``root`` (only the internal topics' ones with
+    ``internal_only``, e.g. for a real broker's log directory)."""
     decoded = DecodedLogDir()
     for topic, partition, directory in _partition_dirs(root):
+        if internal_only and topic not in (OFFSETS_TOPIC, TRANSACTION_TOPIC):
+            continue
         batches = list(read_partition_dir(directory, strict=True))
         if topic == OFFSETS_TOPIC:
             _decode_offsets(decoded, batches)
@@ -182,6 +187,8 @@ def _group_metadata(
         subscriptions=subscriptions,
         assignments=assignments,
         raw_assignments=raw,
+        client_ids={m["memberId"]: m["clientId"] for m in value["members"]},
+        instance_ids={m["memberId"]: m.get("groupInstanceId") for m in value["members"]},
     )
 
 
