@@ -1,0 +1,56 @@
+"""``make bench``: run the benchmarks, write ``bench/results.json`` and ``docs/benchmarks.md``.
+
+Usage::
+
+    python -m bench.run [--only NAME ...] [--runs N]
+
+Each benchmark module exposes ``run(runs) -> list[Metric]``; every figure is the median of
+``runs`` samples taken in this one invocation (ratios compare tools measured side by side).
+Targets are the issue's goals, printed next to each figure; a benchmark never fails a build on
+speed -- it reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from bench.common import Metric, save_results
+
+# name -> module; each module has run(runs: int) -> list[Metric]
+BENCHMARKS: dict[str, str] = {
+    "decode": "bench.decode",
+    "framing": "bench.framing",
+}
+TARGETS: dict[str, str] = {
+    "decode_records_per_s": ">= 500,000 per core",
+    "cli_vs_dumplog_ratio": ">= 2x",
+    "framing_single_record_batches_per_s": "",
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", choices=sorted(BENCHMARKS), default=None)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args(argv)
+    names = args.only or list(BENCHMARKS)
+    metrics: list[Metric] = []
+    for name in names:
+        print(f"bench: {name} ...", flush=True)
+        module = importlib.import_module(BENCHMARKS[name])
+        produced: list[Metric] = module.run(args.runs)
+        for m in produced:
+            print(
+                f"  {m.name}: {m.median:,.1f} {m.unit}  (samples {', '.join(f'{s:,.1f}' for s in m.samples)})"
+            )
+        metrics.extend(produced)
+    save_results(metrics, TARGETS)
+    print("bench: wrote bench/results.json and docs/benchmarks.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
