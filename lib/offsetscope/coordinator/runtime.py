@@ -134,6 +134,8 @@ class OffsetCommitEncoder:
     __slots__ = ("_keys",)
 
     _HEAD = struct.Struct(">hqi")
+    # version, offset, leaderEpoch, compact length of "" (1), commitTimestamp, no tagged fields
+    _EMPTY_METADATA = struct.Struct(">hqiBqB")
     _TIMESTAMP = struct.Struct(">q")
     # Bound the key cache: beyond this many keys, fall back to encoding keys every time.
     MAX_KEYS = 2_000_000
@@ -156,6 +158,11 @@ class OffsetCommitEncoder:
             key_bytes, _ = encode_record(record)
             if len(self._keys) < self.MAX_KEYS:
                 self._keys[cache_key] = key_bytes
+        if not metadata:
+            # The common case (empty metadata): one pack call for the whole value.
+            return key_bytes, self._EMPTY_METADATA.pack(
+                4, value["offset"], value["leaderEpoch"], 1, value["commitTimestamp"], 0
+            )
         raw = metadata.encode("ascii")
         n = len(raw) + 1
         if n < 0x80:
