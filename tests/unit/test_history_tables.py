@@ -93,14 +93,41 @@ def test_keys_and_partitions_are_real_non_null_columns(table: Table) -> None:
 
 def test_ddl_and_merge_condition() -> None:
     t = TABLES["offset_commits"]
-    assert t.ddl().startswith("group_id string NOT NULL, topic string NOT NULL")
-    assert "record_date date NOT NULL" in t.ddl()
+    assert t.ddl().startswith("`group_id` string NOT NULL, `topic` string NOT NULL")
+    assert "`offset` bigint," in t.ddl()
+    assert "`record_date` date NOT NULL" in t.ddl()
     assert t.merge_condition() == (
-        "t.record_partition <=> s.record_partition AND t.record_offset <=> s.record_offset "
-        "AND t.record_date <=> s.record_date"
+        "t.`record_partition` <=> s.`record_partition` AND t.`record_offset` <=> s.`record_offset` "
+        "AND t.`record_date` <=> CAST(s.`record_timestamp` AS DATE)"
+    )
+    sql = t.create_sql("offsetscope.offset_commits")
+    assert sql.startswith("CREATE TABLE IF NOT EXISTS offsetscope.offset_commits (")
+    assert "`record_date` date NOT NULL GENERATED ALWAYS AS (CAST(record_timestamp AS DATE))" in sql
+    assert "COMMENT 'when the offset became the group\\'s offset'" in sql
+    assert sql.endswith(
+        "USING DELTA PARTITIONED BY (`record_date`) TBLPROPERTIES "
+        "('delta.appendOnly' = 'false', 'delta.enableChangeDataFeed' = 'true')"
     )
     assert t.properties == {"delta.appendOnly": "false", "delta.enableChangeDataFeed": "true"}
     assert TABLES["end_offsets"].properties == {"delta.appendOnly": "true"}
+
+
+def test_merge_sql_lists_field_columns_and_leaves_generated_ones_to_delta() -> None:
+    t = TABLES["offset_commits"]
+    sql = t.merge_sql("offsetscope.offset_commits", "batch")
+    assert sql.startswith(
+        f"MERGE INTO offsetscope.offset_commits t USING batch s ON {t.merge_condition()}"
+    )
+    assert "t.`status` = s.`status`" in sql
+    assert "t.`record_offset` = s.`record_offset`" not in sql  # key columns are not updated
+    assert "record_date" not in sql.split(" ON ")[1].split("WHEN MATCHED")[1]
+    assert sql.endswith("s.`resolved_by`, s.`effective_at`)")
+    append = TABLES["end_offsets"].merge_sql("offsetscope.end_offsets", "batch")
+    assert append == (
+        "INSERT INTO offsetscope.end_offsets (`topic`, `partition`, `log_start_offset`, "
+        "`high_watermark`, `last_stable_offset`, `sampled_at`) SELECT `topic`, `partition`, "
+        "`log_start_offset`, `high_watermark`, `last_stable_offset`, `sampled_at` FROM batch"
+    )
 
 
 def test_parse_type_nested() -> None:

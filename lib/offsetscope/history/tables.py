@@ -20,6 +20,7 @@ Write modes:
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -49,7 +50,8 @@ class Column:
     @property
     def ddl(self) -> str:
         not_null = "" if self.nullable else " NOT NULL"
-        return f"{self.name} {self.type}{not_null}"
+        # Quoted: names such as `offset`, `partition` and `at` are SQL keywords.
+        return f"`{self.name}` {self.type}{not_null}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +83,67 @@ class Table:
         raise KeyError(f"{self.name} has no column {name!r}")
 
     def merge_condition(self, target: str = "t", source: str = "s") -> str:
-        """The ``MERGE ... ON`` condition: natural key plus partition columns (for pruning)."""
-        names = list(self.key) + [p for p in self.partition_by if p not in self.key]
-        return " AND ".join(f"{target}.{n} <=> {source}.{n}" for n in names)
+        """The ``MERGE ... ON`` condition: natural key plus partition columns (for pruning).
+
+        The source is a batch of rows (no generated columns), so a generated partition column
+        is matched against its expression over the source's columns.
+        """
+        terms = [f"{target}.`{n}` <=> {source}.`{n}`" for n in self.key]
+        for name in self.partition_by:
+            if name in self.key:
+                continue
+            col = self.column(name)
+            if col.generated is None:
+                terms.append(f"{target}.`{name}` <=> {source}.`{name}`")
+            else:
+                expr = col.generated
+                for field in self.field_columns:
+                    expr = re.sub(rf"\b{field.name}\b", f"{source}.`{field.name}`", expr)
+                terms.append(f"{target}.`{name}` <=> {expr}")
+        return " AND ".join(terms)
+
+    def merge_sql(self, qualified_name: str, source: str) -> str:
+        """The upsert of a batch (a view or table named ``source``) into this table.
+
+        Columns are listed explicitly (not ``SET *``): the batch has no generated columns and
+        Delta computes them. An ``append`` table gets a plain ``INSERT``.
+        """
+        names = [f"`{c.name}`" for c in self.field_columns]
+        if self.write_mode == "append":
+            return f"INSERT INTO {qualified_name} ({', '.join(names)}) SELECT {', '.join(names)} FROM {source}"
+        updates = ", ".join(f"t.{n} = s.{n}" for n in names if n.strip("`") not in self.key)
+        inserts = ", ".join(f"s.{n}" for n in names)
+        return (
+            f"MERGE INTO {qualified_name} t USING {source} s ON {self.merge_condition()} "
+            f"WHEN MATCHED THEN UPDATE SET {updates} "
+            f"WHEN NOT MATCHED THEN INSERT ({', '.join(names)}) VALUES ({inserts})"
+        )
+
+    def create_sql(self, qualified_name: str) -> str:
+        """``CREATE TABLE IF NOT EXISTS`` for Delta: generated columns, partitioning, properties.
+
+        Args:
+            qualified_name: e.g. ``offsetscope.group_generations`` or a Unity Catalog
+                three-part name.
+        """
+        cols = []
+        for c in self.columns:
+            col = c.ddl
+            if c.generated is not None:
+                col += f" GENERATED ALWAYS AS ({c.generated})"
+            if c.comment:
+                col += " COMMENT " + _sql_string(c.comment)
+            cols.append(col)
+        sql = f"CREATE TABLE IF NOT EXISTS {qualified_name} (\n  " + ",\n  ".join(cols) + "\n)"
+        sql += " USING DELTA"
+        if self.partition_by:
+            sql += " PARTITIONED BY (" + ", ".join(f"`{p}`" for p in self.partition_by) + ")"
+        if self.comment:
+            sql += " COMMENT " + _sql_string(self.comment)
+        props = ", ".join(
+            f"{_sql_string(k)} = {_sql_string(v)}" for k, v in self.properties.items()
+        )
+        return sql + f" TBLPROPERTIES ({props})"
 
     @property
     def properties(self) -> Mapping[str, str]:
@@ -92,6 +152,10 @@ class Table:
         if self.change_data_feed:
             props["delta.enableChangeDataFeed"] = "true"
         return props
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _c(name: str, typ: str, nullable: bool = False, comment: str = "") -> Column:
