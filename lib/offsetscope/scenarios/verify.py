@@ -7,7 +7,7 @@ bytes can know with what ``ground_truth.jsonl`` says happened:
 * **generations**: per group, the GroupMetadata records with members, in log order, are exactly
   the ``AssignmentStored`` events (generation, protocol, leader, members in the coordinator's
   order, each member's assignment), plus one rewrite of the same generation per static-member
-  replacement; every generation stored was started (``GenerationStarted``, same member list);
+  replacement in a Stable group; every generation stored was started (``GenerationStarted``, same member list);
   GroupMetadata without members is written when a rebalance ends with nobody left
   (``PreparingRebalance -> Empty``); tombstones are the ``GroupDeleted`` events;
 * **assignments** (properties): within one record no partition has two owners, and every
@@ -255,10 +255,25 @@ def _check_generations(decoded: DecodedLogDir, truth: Sequence[Mapping[str, Any]
     started = {
         (line["group_id"], line["generation_id"]): line for line in _of(truth, "GenerationStarted")
     }
+    # A static replacement rewrites the GroupMetadata (same generation) only when the group is
+    # Stable and stays so (no new rebalance at that instant); during a rebalance the new member
+    # id simply joins it.
     replacements: dict[str, int] = {}
-    for line in _of(truth, "MemberJoined"):
-        if line["cause"] == "static_replacement":
-            replacements[line["group_id"]] = replacements.get(line["group_id"], 0) + 1
+    state: dict[str, str] = {}
+    pending: list[tuple[str, int]] = []
+    for line in _of(truth, "GroupStateChanged", "MemberJoined"):
+        group = line["group_id"]
+        if line["type"] == "GroupStateChanged":
+            state[group] = line["state"]
+            pending = [
+                (g, at)
+                for g, at in pending
+                if not (g == group and at == line["at_ms"] and line["previous"] == "Stable")
+            ]
+        elif line["cause"] == "static_replacement" and state.get(group) == "Stable":
+            pending.append((group, line["at_ms"]))
+    for group, _ in pending:
+        replacements[group] = replacements.get(group, 0) + 1
     empties: dict[str, list[int]] = {}
     for line in _of(truth, "GroupStateChanged"):
         if line["state"] == "Empty" and line["previous"] == "PreparingRebalance":
