@@ -53,6 +53,9 @@ class KafkaSourceConfig:
     # Extra consumer properties passed through verbatim (security settings, timeouts).
     # Values may be secret references ("env:NAME").
     options: Mapping[str, str] = field(default_factory=dict)
+    # librdkafka properties of the end-offset sampler's AdminClient (its names differ from the
+    # Java client's: sasl.mechanisms, ssl.ca.location ...); values may be "env:NAME" too.
+    admin_options: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.isolation_level not in ("read_committed", "read_uncommitted"):
@@ -68,6 +71,17 @@ class SegmentSourceConfig:
     log_dir: str = ".work/logdir"
     # Records per micro-batch when catching up.
     max_records_per_trigger: int = 1_000_000
+    # Partition directories named after these topics hold the internal topics' records (a copy
+    # of a mirror's log directory keeps the mirror's names).
+    offsets_topic: str = "__consumer_offsets"
+    transaction_topic: str = "__transaction_state"
+    # Where the data topics' partition directories are, for end offsets computed from segments
+    # (log start, high watermark, last stable offset); empty = ``log_dir``.
+    data_log_dir: str = ""
+
+    def __post_init__(self) -> None:
+        if self.max_records_per_trigger <= 0:
+            raise InvalidConfigError("max_records_per_trigger", "must be positive")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +104,77 @@ class StorageConfig:
     warehouse_dir: str = ".work/warehouse"
     checkpoint_dir: str = ".work/checkpoints"
     metastore_dir: str = ".work/metastore"
+
+
+@dataclass(frozen=True, slots=True)
+class TableNames:
+    """Physical name of every table the pipeline keeps, by its logical name (DESIGN.md).
+
+    Names are unqualified; ``storage.catalog`` and ``storage.schema`` qualify them.
+    """
+
+    raw_records: str = "raw_records"
+    offset_commits: str = "offset_commits"
+    group_metadata_events: str = "group_metadata_events"
+    consumer_group_events: str = "consumer_group_events"
+    transaction_log_events: str = "transaction_log_events"
+    control_records: str = "control_records"
+    quarantine: str = "quarantine"
+    group_generations: str = "group_generations"
+    group_state_transitions: str = "group_state_transitions"
+    groups_current: str = "groups_current"
+    member_sessions: str = "member_sessions"
+    partition_assignments: str = "partition_assignments"
+    end_offsets: str = "end_offsets"
+    partition_lag: str = "partition_lag"
+    transactions: str = "transactions"
+    transaction_status_timeline: str = "transaction_status_timeline"
+    fold_state: str = "fold_state"
+    batch_audit: str = "batch_audit"
+
+    def __post_init__(self) -> None:
+        seen: dict[str, str] = {}
+        for f in dataclasses.fields(self):
+            name = getattr(self, f.name)
+            if not _TABLE_NAME.match(name):
+                raise InvalidConfigError(f.name, f"{name!r} is not a plain table name")
+            if name in seen:
+                raise InvalidConfigError(f.name, f"{name!r} is also the name of {seen[name]}")
+            seen[name] = f.name
+
+
+_TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TRIGGERS = ("available_now", "processing_time")
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineConfig:
+    """The ingest query: its name (checkpoint folder, Delta idempotency app id) and trigger."""
+
+    query_name: str = "offsetscope_ingest"
+    # "available_now": read what is there in bounded micro-batches, then stop;
+    # "processing_time": run continuously, one micro-batch every ``processing_time``.
+    trigger: str = "available_now"
+    processing_time: str = "30 seconds"
+    # Sample the data topics' end offsets (AdminClient or data-topic segments) every micro-batch
+    # and rebuild partition_lag for the partitions committed in it.
+    sample_end_offsets: bool = True
+    # Consumer groups that read with isolation.level=read_committed: their lag is measured
+    # against the last stable offset (Kafka's log does not say how a group reads).
+    read_committed_groups: tuple[str, ...] = ()
+    # Tables written at the same time by a micro-batch (each table's writes stay in order).
+    write_threads: int = 4
+    # Delta table properties of every table (change data feed is set per table).
+    log_retention: str = "interval 30 days"
+    deleted_file_retention: str = "interval 7 days"
+
+    def __post_init__(self) -> None:
+        if self.trigger not in _TRIGGERS:
+            raise InvalidConfigError("trigger", f"must be one of {', '.join(_TRIGGERS)}")
+        if not _TABLE_NAME.match(self.query_name):
+            raise InvalidConfigError("query_name", f"{self.query_name!r} is not a plain name")
+        if self.write_threads < 1:
+            raise InvalidConfigError("write_threads", "must be at least 1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +260,8 @@ class Config:
     storage: StorageConfig = field(default_factory=StorageConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     broker: BrokerConfig = field(default_factory=BrokerConfig)
+    tables: TableNames = field(default_factory=TableNames)
+    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
 
 
 # --------------------------------------------------------------------------- loading

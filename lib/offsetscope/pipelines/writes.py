@@ -1,0 +1,162 @@
+"""Exactly-once writes to the catalogue's Delta tables: idempotent appends and MERGEs.
+
+A micro-batch may run twice (a restart re-runs the last batch whose commit did not reach the
+checkpoint). Every write therefore carries Delta's idempotency marker, an application id and a
+version (``SetTransaction`` in the Delta log): Delta skips a write whose version is not above the
+one recorded for its app id, so a replayed batch writes nothing a second time.
+
+* appends: the writer options ``txnAppId`` / ``txnVersion`` (both required by Delta);
+* MERGE: the session confs ``spark.databricks.delta.write.txnAppId`` / ``.txnVersion``, set
+  around the one MERGE and removed after it (Delta reads them for DML commands).
+
+App ids are ``<query name>:<table>:<operation>``, versions are batch ids. Each (table,
+operation) pair of a batch has its own app id: one app id per write, or the second write of a
+batch to the same table would be skipped as a replay of the first.
+
+Rows built on the driver (fold outputs) become DataFrames through Arrow with the table's own
+schema (:func:`offsetscope.spark.tables.arrow_schema`). Errors are not caught here: a failed
+write fails the batch and the query (``DESIGN.md``: infrastructure errors are never swallowed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import pyarrow as pa
+from delta.tables import DeltaTable
+from pyspark.sql import Column, DataFrame, SparkSession
+
+from offsetscope.config import Config
+from offsetscope.history import tables as history
+from offsetscope.spark import tables as catalogue
+
+TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+# Literal IN-lists up to this size are added to MERGE conditions so that Delta prunes files by
+# their min/max statistics; beyond it the join alone decides.
+MAX_PRUNE_VALUES = 1_000
+
+
+def app_id(query_name: str, logical: str, operation: str) -> str:
+    """The idempotency app id of one write of one table."""
+    return f"{query_name}:{logical}:{operation}"
+
+
+def append(df: DataFrame, cfg: Config, logical: str, *, query_name: str, batch_id: int) -> None:
+    """Append ``df`` to a table, at most once per (query, table, batch id)."""
+    (
+        df.write.format("delta")
+        .mode("append")
+        .option("txnAppId", app_id(query_name, logical, "append"))
+        .option("txnVersion", str(batch_id))
+        .saveAsTable(catalogue.table_name(cfg, logical))
+    )
+
+
+@contextmanager
+def delta_transaction(spark: SparkSession, application: str, version: int) -> Iterator[None]:
+    """Delta's idempotency confs for the DML statements run inside the block."""
+    spark.conf.set(TXN_APP_ID, application)
+    spark.conf.set(TXN_VERSION, str(version))
+    try:
+        yield
+    finally:
+        spark.conf.unset(TXN_APP_ID)
+        spark.conf.unset(TXN_VERSION)
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    text = str(value).replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{text}'"
+
+
+def in_list(column: str, values: Iterable[Any], alias: str = "t", literal: str = "") -> str | None:
+    """``alias.column IN (...)`` for a small set of non-null values, else ``None``.
+
+    ``literal`` prefixes each value (``DATE`` for ``DATE '2024-01-31'``).
+    """
+    distinct = sorted({v for v in values if v is not None}, key=str)
+    if not distinct or len(distinct) > MAX_PRUNE_VALUES:
+        return None
+    prefix = f"{literal} " if literal else ""
+    items = ", ".join(prefix + _literal(v) for v in distinct)
+    return f"{alias}.`{column}` IN ({items})"
+
+
+def merge(
+    source: DataFrame,
+    cfg: Config,
+    logical: str,
+    *,
+    query_name: str,
+    batch_id: int,
+    prune: Sequence[str] = (),
+    update_condition: str | None = None,
+) -> int:
+    """MERGE ``source`` into a table on its natural key: update matches, insert the rest.
+
+    Args:
+        source: rows with the table's written columns, at most one per natural key.
+        cfg: table names.
+        logical: the table.
+        query_name: part of the idempotency app id.
+        batch_id: the idempotency version.
+        prune: extra predicates on the target (``t.``) that only restrict it to the keys in the
+            batch, so Delta reads only the files that can match.
+        update_condition: update matched rows only when it holds (``s.`` / ``t.`` columns).
+
+    Returns:
+        Rows inserted or updated (0 when Delta skipped the write as a replay).
+    """
+    spark = source.sparkSession
+    spec = catalogue.spec(logical)
+    condition = " AND ".join([spec.merge_condition("t", "s"), *prune])
+    target = DeltaTable.forName(spark, catalogue.table_name(cfg, logical))
+    # Explicit column lists rather than UPDATE SET * / INSERT *: Delta computes the generated
+    # columns (record_date ...), which the source does not carry.
+    values: dict[str, str | Column] = {f"`{c.name}`": f"s.`{c.name}`" for c in spec.written_columns}
+    builder = target.alias("t").merge(source.alias("s"), condition)
+    if not spec.append_only:
+        builder = builder.whenMatchedUpdate(condition=update_condition, set=values)
+    builder = builder.whenNotMatchedInsert(values=values)
+    with delta_transaction(spark, app_id(query_name, logical, "merge"), batch_id):
+        metrics = builder.execute()
+    rows = metrics.collect()
+    if not rows:
+        return 0
+    row = rows[0].asDict()
+    return int(row.get("num_updated_rows", 0) or 0) + int(row.get("num_inserted_rows", 0) or 0)
+
+
+def rows_frame(spark: SparkSession, logical: str, rows: Sequence[Any]) -> DataFrame:
+    """A DataFrame of fold output rows (``history.rows`` dataclasses) with the table's schema."""
+    spec = catalogue.spec(logical)
+    records = [history.as_record(r) for r in rows]
+    return records_frame(spark, logical, records) if records else _empty(spark, spec)
+
+
+def records_frame(
+    spark: SparkSession, logical: str, records: Sequence[Mapping[str, Any]]
+) -> DataFrame:
+    """A DataFrame of plain records (column name -> value; timestamps as epoch ms)."""
+    spec = catalogue.spec(logical)
+    schema = catalogue.arrow_schema(spec)
+    table = pa.Table.from_pylist(list(records), schema=schema)
+    df: DataFrame = spark.createDataFrame(table, schema=spec.written_ddl())
+    return df
+
+
+def _empty(spark: SparkSession, spec: catalogue.TableSpec) -> DataFrame:
+    df: DataFrame = spark.createDataFrame([], schema=spec.written_ddl())
+    return df
+
+
+def dedupe_last(rows: Iterable[Any]) -> list[Any]:
+    """Fold output rows with only the last version of each natural key (upsert order)."""
+    return list(history.materialize(rows).values())

@@ -1,0 +1,196 @@
+"""Decode once: the Spark adapter around ``protocol.arrow_decode.decode_batch``.
+
+``decode(df)`` is a single ``mapInArrow`` over the source rows (``SOURCE_SCHEMA``): each Arrow
+batch the source delivers is decoded column-wise where it can be (offset commits) and per
+record otherwise, and comes back as one row per input row of :data:`DECODE_OUTPUT_SCHEMA` --
+``DECODED_SCHEMA`` plus the raw key and value bytes of the rows that go to quarantine. The
+Spark schema is derived from that Arrow schema (``from_arrow_schema``), never written here.
+
+Rows the source could not frame (``source_error`` set: a CRC mismatch, an undecodable batch, an
+unreadable segment tail) become ``error`` rows with the source's error class, path and byte
+offset; nothing is dropped, so per batch::
+
+    rows in = events (offset_commit, group_metadata, transaction_log, consumer_group, control)
+              + quarantined (error) + unknown
+
+which :func:`kind_counts` checks (:class:`CountMismatchError` when it does not hold).
+
+The silver projections (:func:`silver_frame`) read their column lists and expressions from the
+table catalogue (:mod:`offsetscope.spark.tables`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Final
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from offsetscope.protocol.arrow_decode import (
+    COORDINATE_COLUMNS,
+    DECODED_SCHEMA,
+    RAW_SCHEMA,
+    decode_batch,
+)
+from offsetscope.spark.tables import DECODE_EXTRA, SOURCE_SCHEMA, TableSpec
+
+DECODE_OUTPUT_SCHEMA: Final = pa.schema([*DECODED_SCHEMA, *DECODE_EXTRA])
+
+EVENT_KINDS: Final = (
+    "offset_commit",
+    "group_metadata",
+    "transaction_log",
+    "consumer_group",
+    "control",
+)
+ERROR = "error"
+UNKNOWN = "unknown"
+KINDS: Final = (*EVENT_KINDS, ERROR, UNKNOWN)
+_RAW_NAMES = RAW_SCHEMA.names
+_JOIN_KEYS = ["topic", "partition", "offset"]
+
+
+class CountMismatchError(AssertionError):
+    """Decoded rows do not add up to the rows read: a row was lost or invented."""
+
+
+def decoded_spark_schema() -> StructType:
+    """The Spark schema of :func:`decode`'s output (from :data:`DECODE_OUTPUT_SCHEMA`)."""
+    schema: StructType = from_arrow_schema(DECODE_OUTPUT_SCHEMA)
+    return schema
+
+
+def decode_arrow(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The ``mapInArrow`` function: source batches -> decoded batches (same number of rows)."""
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        errors = batch.column("source_error").is_valid()
+        if pc.any(errors).as_py():
+            yield _source_errors(batch.filter(errors))
+            batch = batch.filter(pc.invert(errors))
+            if batch.num_rows == 0:
+                continue
+        raw = batch.select(_RAW_NAMES)
+        for out in decode_batch(raw):
+            yield _with_raw_bytes(out, raw)
+
+
+def _with_raw_bytes(out: pa.RecordBatch, raw: pa.RecordBatch) -> pa.RecordBatch:
+    """Append the raw key/value of quarantined and unknown rows (null for every other row)."""
+    kinds = out.column("kind")
+    bad = pc.is_in(kinds, pa.array([ERROR, UNKNOWN]))
+    n = out.num_rows
+    if not pc.any(bad).as_py():
+        return _extend(out, pa.nulls(n, pa.binary()), pa.nulls(n, pa.binary()))
+    rows = np.flatnonzero(bad.to_numpy(zero_copy_only=False))
+    wanted = out.select(_JOIN_KEYS).take(pa.array(rows))
+    wanted = pa.Table.from_batches([wanted]).append_column("row", pa.array(rows, pa.int64()))
+    source = pa.Table.from_batches([raw.select([*_JOIN_KEYS, "key", "value"])])
+    found = wanted.join(source, _JOIN_KEYS, join_type="left outer")
+    keys: list[bytes | None] = [None] * n
+    values: list[bytes | None] = [None] * n
+    for row, key, value in zip(
+        found.column("row").to_pylist(),
+        found.column("key").to_pylist(),
+        found.column("value").to_pylist(),
+        strict=True,
+    ):
+        keys[row] = key
+        values[row] = value
+    return _extend(out, pa.array(keys, pa.binary()), pa.array(values, pa.binary()))
+
+
+def _extend(out: pa.RecordBatch, key: pa.Array, value: pa.Array) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([*out.columns, key, value], schema=DECODE_OUTPUT_SCHEMA)
+
+
+def _source_errors(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """Rows the source could not frame, as ``error`` rows carrying the bytes it kept."""
+    rows = []
+    for r in batch.to_pylist():
+        err = r["source_error"]
+        row = {name: r[name] for name in COORDINATE_COLUMNS}
+        row.update(
+            kind=ERROR,
+            error={
+                "error_class": err["error_class"],
+                "message": err["message"],
+                "field_path": err["field_path"],
+                "byte_offset": _int32(err["byte_offset"]),
+            },
+            raw_key=r["key"],
+            raw_value=r["value"],
+        )
+        rows.append(row)
+    return pa.RecordBatch.from_pylist(rows, schema=DECODE_OUTPUT_SCHEMA)
+
+
+def _int32(value: int | None) -> int | None:
+    # The decoder's byte_offset is an int32; a segment position beyond it is clamped, the
+    # message keeps the exact value.
+    if value is None:
+        return None
+    return min(value, 2**31 - 1)
+
+
+def decode(df: DataFrame) -> DataFrame:
+    """Decode every record of ``df`` (``SOURCE_SCHEMA`` columns) once, in one ``mapInArrow``.
+
+    Args:
+        df: source rows (a stream or a batch; extra columns are ignored).
+
+    Returns:
+        One row per input row, :func:`decoded_spark_schema`.
+    """
+    columns = [F.col(f"`{name}`") for name in SOURCE_SCHEMA.names]
+    return df.select(*columns).mapInArrow(decode_arrow, decoded_spark_schema())
+
+
+def kind_counts(rows_in: int, counts: Mapping[str, int]) -> dict[str, int]:
+    """Every kind's count (zeros filled in), after checking ``rows in = events + errors + unknown``.
+
+    Raises:
+        CountMismatchError: the decoded rows do not add up to ``rows_in``, or a kind is unknown.
+    """
+    strange = sorted(set(counts) - set(KINDS))
+    if strange:
+        raise CountMismatchError(f"decoded rows of unknown kinds {strange}")
+    full = {kind: int(counts.get(kind, 0)) for kind in KINDS}
+    decoded = sum(full.values())
+    if decoded != rows_in:
+        raise CountMismatchError(
+            f"{rows_in} records in, {decoded} decoded rows out "
+            f"({', '.join(f'{k}={v}' for k, v in full.items())})"
+        )
+    return full
+
+
+def silver_frame(
+    decoded: DataFrame, table: TableSpec, extra: Mapping[str, Column] | None = None
+) -> DataFrame:
+    """The rows of a silver table: the table's filter and column expressions over ``decoded``.
+
+    Args:
+        decoded: :func:`decode` output.
+        table: a silver table of the catalogue (its columns carry ``source`` expressions).
+        extra: values for columns without a source expression (``ingest_batch_id``).
+    """
+    extra = extra or {}
+    selected = []
+    for c in table.written_columns:
+        if c.source is not None:
+            expr = F.expr(c.source)
+        elif c.name in extra:
+            expr = extra[c.name]
+        else:
+            raise KeyError(f"{table.logical}.{c.name} has no source expression and no value")
+        selected.append(expr.cast(c.type).alias(c.name))
+    rows = decoded.where(table.where) if table.where else decoded
+    return rows.select(*selected)

@@ -1,0 +1,367 @@
+"""Where internal-topic records come from: Spark's Kafka source, or a Kafka log directory.
+
+Both deliver :data:`offsetscope.spark.tables.SOURCE_SCHEMA`: the decoder's ``RAW_SCHEMA``
+(``topic`` = the internal topic whose schemas apply, partition, offset, timestamp ms, key, value,
+producer id/epoch, transactional and control flags) plus ``source_topic`` (the topic actually
+read) and ``source_error`` (bytes the source could not frame). ``cfg.sources.kind`` chooses.
+
+**Kafka** (``[sources.kafka]``): ``readStream.format("kafka")`` subscribed to the configured
+offsets and transaction topics -- the internal ones, or mirror topics holding their records
+(mapped back to ``__consumer_offsets``/``__transaction_state`` by name) -- with
+``kafka.isolation.level`` (``read_committed``: aborted transactional offset commits never
+arrive), ``startingOffsets``, ``maxOffsetsPerTrigger`` (a bounded first batch on a big cluster),
+``failOnDataLoss`` (off by default, deliberately: compaction removes records under a stale
+checkpoint; the audit table records the offsets a batch did not see) and every
+``[sources.kafka.options]`` entry as a ``kafka.<name>`` consumer property (security settings;
+``env:NAME`` values are read from the environment here, at the edge). Spark's Kafka source does
+not expose producer ids or batch flags, and never delivers control records: ``producer_id`` is
+-1 and both flags false.
+
+**Segments** (``[sources.segments]``): a Python streaming data source (Spark 4.1
+``pyspark.sql.datasource``) over ``<log_dir>/<topic>-<partition>/`` segment files, the only
+source that sees transaction markers and producer ids. Offsets: ``{"<topic>-<p>": next offset}``.
+``latestOffset`` frames only what was appended since the previous call
+(:class:`~offsetscope.spark.logdir.LogEndCache`); admission control caps a micro-batch at
+``max_records_per_trigger`` offsets, shared among the partitions with a backlog. Spark 4.1 calls
+``latestOffset()`` without the batch's start, so the reader remembers the end it handed out and
+learns the checkpointed one from ``partitions(start, end)`` (Spark calls it with the last logged
+offset when a query restarts). Spark 4.1 also asks a Python source for its latest offset only
+once under ``Trigger.AvailableNow``, which would read everything in a single micro-batch; the
+pipeline therefore drives "available now" for this source as default-trigger micro-batches
+until ``processAllAvailable`` returns (``offsetscope.pipelines.ingest.run``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from offsetscope.config import Config, InvalidConfigError, default_conf_dir
+from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC
+from offsetscope.spark import logdir
+from offsetscope.spark.tables import SOURCE_SCHEMA
+
+SEGMENTS_FORMAT = "offsetscope_segments"
+KAFKA = "kafka"
+SEGMENTS = "segments"
+# The consumer-based offset reader subscribes as a group of its own; a recognisable prefix lets
+# the history tell the pipeline's own group apart (it shows up in __consumer_offsets too).
+GROUP_ID_PREFIX = "offsetscope-ingest"
+
+
+def source_spark_schema() -> StructType:
+    """The Spark schema of every source, derived from the Arrow declaration."""
+    schema: StructType = from_arrow_schema(SOURCE_SCHEMA)
+    return schema
+
+
+# ----------------------------------------------------------------------------- Kafka
+
+
+def resolve_option(value: str) -> str:
+    """A configured value, with ``env:NAME`` references read from the environment.
+
+    Raises:
+        InvalidConfigError: the variable is not set, or the reference kind is unsupported here.
+    """
+    if value.startswith("env:"):
+        name = value[4:]
+        if name not in os.environ:
+            raise InvalidConfigError(
+                f"sources.kafka.options ({name})", "environment variable is not set"
+            )
+        return os.environ[name]
+    if value.startswith("secret:"):
+        raise InvalidConfigError(
+            "sources.kafka.options", "secret: references are resolved by the platform (Databricks)"
+        )
+    return value
+
+
+def kafka_options(cfg: Config) -> dict[str, str]:
+    """The options of Spark's Kafka source for ``cfg`` (see the module docstring)."""
+    k = cfg.sources.kafka
+    options = {
+        "kafka.bootstrap.servers": k.bootstrap_servers,
+        "subscribe": f"{k.offsets_topic},{k.transaction_topic}",
+        "startingOffsets": k.starting_offsets,
+        "maxOffsetsPerTrigger": str(k.max_offsets_per_trigger),
+        "failOnDataLoss": "true" if k.fail_on_data_loss else "false",
+        "kafka.isolation.level": k.isolation_level,
+        "groupIdPrefix": GROUP_ID_PREFIX,
+        "includeHeaders": "false",
+    }
+    for name, value in k.options.items():
+        options[name if name.startswith("kafka.") else f"kafka.{name}"] = resolve_option(value)
+    return options
+
+
+def topic_kinds(offsets_topic: str, transaction_topic: str) -> dict[str, str]:
+    """Topic actually read -> internal topic whose schemas apply."""
+    return {
+        OFFSETS_TOPIC: OFFSETS_TOPIC,
+        TRANSACTION_TOPIC: TRANSACTION_TOPIC,
+        offsets_topic: OFFSETS_TOPIC,
+        transaction_topic: TRANSACTION_TOPIC,
+    }
+
+
+def from_kafka_rows(df: DataFrame, kinds: Mapping[str, str]) -> DataFrame:
+    """Spark Kafka source rows -> :data:`SOURCE_SCHEMA` rows."""
+    kind = F.lit(None).cast("string")
+    for read, internal in kinds.items():
+        kind = F.when(F.col("topic") == F.lit(read), F.lit(internal)).otherwise(kind)
+    error_type = source_spark_schema()["source_error"].dataType
+    return df.select(
+        kind.alias("topic"),
+        F.col("partition").cast("int").alias("partition"),
+        F.col("offset").cast("bigint").alias("offset"),
+        F.unix_millis(F.col("timestamp")).alias("timestamp"),
+        F.col("key"),
+        F.col("value"),
+        F.lit(-1).cast("bigint").alias("producer_id"),
+        F.lit(-1).cast("smallint").alias("producer_epoch"),
+        F.lit(False).alias("is_transactional"),
+        F.lit(False).alias("is_control"),
+        F.col("topic").alias("source_topic"),
+        F.lit(None).cast(error_type).alias("source_error"),
+    )
+
+
+def kafka_stream(spark: SparkSession, cfg: Config) -> DataFrame:
+    """The internal topics from a Kafka cluster as a stream of :data:`SOURCE_SCHEMA` rows."""
+    reader = spark.readStream.format("kafka")
+    for name, value in kafka_options(cfg).items():
+        reader = reader.option(name, value)
+    k = cfg.sources.kafka
+    return from_kafka_rows(reader.load(), topic_kinds(k.offsets_topic, k.transaction_topic))
+
+
+# ----------------------------------------------------------------------------- segments
+
+
+class SegmentRange(InputPartition):
+    """One partition directory's offsets ``[start, end)`` for one Spark task."""
+
+    def __init__(
+        self, path: str, topic: str, partition: int, internal: str, start: int, end: int
+    ) -> None:
+        super().__init__((path, start, end))
+        self.path = path
+        self.topic = topic
+        self.partition = partition
+        self.internal = internal
+        self.start = start
+        self.end = end
+
+    def request(self) -> logdir.RangeRequest:
+        return logdir.RangeRequest(
+            logdir.PartitionDir(self.path, self.topic, self.partition),
+            self.internal,
+            self.start,
+            self.end,
+        )
+
+
+def _read(partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    if not isinstance(partition, SegmentRange):
+        raise TypeError(f"not a segment range: {partition!r}")
+    yield from logdir.read_range(partition.request(), SOURCE_SCHEMA)
+
+
+class _LogDir:
+    """Options shared by the batch and the stream reader."""
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.path = options["path"]
+        self.kinds = topic_kinds(
+            options.get("offsetsTopic", OFFSETS_TOPIC),
+            options.get("transactionTopic", TRANSACTION_TOPIC),
+        )
+        self.max_records = int(options.get("maxRecordsPerTrigger", "0")) or None
+
+    def dirs(self) -> list[logdir.PartitionDir]:
+        return logdir.partition_dirs(self.path, sorted(self.kinds))
+
+    def ranges(self, start: Mapping[str, int], end: Mapping[str, int]) -> list[SegmentRange]:
+        out = []
+        for d in self.dirs():
+            lo = start.get(d.name)
+            hi = end.get(d.name)
+            if hi is None:
+                continue
+            if lo is None:
+                lo = logdir.log_start_offset(d)
+            if lo < hi:
+                out.append(SegmentRange(d.path, d.topic, d.partition, self.kinds[d.topic], lo, hi))
+        return out
+
+
+def cap_offsets(
+    start: Mapping[str, int], latest: Mapping[str, int], budget: int | None
+) -> dict[str, int]:
+    """End offsets for one micro-batch: ``latest``, or at most ``budget`` offsets past ``start``.
+
+    The budget is shared evenly among the partitions with a backlog; what a partition does not
+    need goes to the others (so one busy partition cannot starve the rest, and none waits idle).
+    """
+    end = dict(latest)
+    if budget is None:
+        return end
+    backlog = {k: max(0, v - start.get(k, v)) for k, v in latest.items()}
+    waiting = sorted(k for k, n in backlog.items() if n > 0)
+    left = budget
+    grant = dict.fromkeys(waiting, 0)
+    while waiting and left > 0:
+        share = max(1, left // len(waiting))
+        still = []
+        for k in waiting:
+            take = min(share, backlog[k] - grant[k], left)
+            grant[k] += take
+            left -= take
+            if grant[k] < backlog[k]:
+                still.append(k)
+            if left == 0:
+                break
+        waiting = still
+    for k, n in backlog.items():
+        if n > 0:
+            end[k] = start[k] + grant[k]
+    return end
+
+
+class SegmentStreamReader(DataSourceStreamReader):
+    """The streaming reader of :class:`SegmentDataSource`; see the module docstring."""
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.log = _LogDir(options)
+        self.ends = logdir.LogEndCache()
+        self.frontier: dict[str, int] | None = None
+
+    def initialOffset(self) -> dict[str, int]:
+        return {d.name: logdir.log_start_offset(d) for d in self.log.dirs()}
+
+    def latestOffset(self) -> dict[str, int]:
+        dirs = self.log.dirs()
+        latest = {d.name: self.ends.log_end_offset(d) for d in dirs}
+        if self.frontier is None:
+            self.frontier = self.initialOffset()
+        frontier = self.frontier
+        # A directory that appeared since the last batch starts at its log start offset.
+        start = {
+            d.name: frontier[d.name] if d.name in frontier else logdir.log_start_offset(d)
+            for d in dirs
+        }
+        end = cap_offsets(start, latest, self.log.max_records)
+        # Never hand out less than an earlier batch already covered (a directory that vanished
+        # keeps its last offset).
+        merged = {**self.frontier, **{k: max(v, self.frontier.get(k, v)) for k, v in end.items()}}
+        self.frontier = merged
+        return merged
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[SegmentRange]:
+        self.frontier = {**(self.frontier or {}), **end}
+        return self.log.ranges(start, end)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read(partition)
+
+    def commit(self, end: dict[str, int]) -> None:
+        return None
+
+
+class SegmentBatchReader(DataSourceReader):
+    """The batch reader: every record of every internal-topic partition directory."""
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.log = _LogDir(options)
+
+    def partitions(self) -> Sequence[SegmentRange]:
+        ends = logdir.LogEndCache()
+        return self.log.ranges({}, {d.name: ends.log_end_offset(d) for d in self.log.dirs()})
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read(partition)
+
+
+class SegmentDataSource(DataSource):
+    """``spark.readStream.format("offsetscope_segments").option("path", log_dir)``.
+
+    Options: ``path`` (the log directory), ``maxRecordsPerTrigger``, ``offsetsTopic`` and
+    ``transactionTopic`` (directory names holding the internal topics' records).
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return SEGMENTS_FORMAT
+
+    def schema(self) -> StructType:
+        return source_spark_schema()
+
+    def reader(self, schema: StructType) -> SegmentBatchReader:
+        return SegmentBatchReader(self.options)
+
+    def streamReader(self, schema: StructType) -> SegmentStreamReader:
+        return SegmentStreamReader(self.options)
+
+
+def register(spark: SparkSession) -> None:
+    """Make ``offsetscope_segments`` known to the session (idempotent)."""
+    spark.dataSource.register(SegmentDataSource)
+
+
+def _segment_options(cfg: Config, log_dir: str | None) -> dict[str, str]:
+    s = cfg.sources.segments
+    return {
+        "path": resolve_path(log_dir or s.log_dir),
+        "maxRecordsPerTrigger": str(s.max_records_per_trigger),
+        "offsetsTopic": s.offsets_topic,
+        "transactionTopic": s.transaction_topic,
+    }
+
+
+def resolve_path(path: str) -> str:
+    """A path from ``conf/``; relative ones are relative to the project root."""
+    # Relative paths in conf/ are relative to the project root (the folder holding conf/).
+    candidate = Path(path).expanduser()
+    if candidate.is_absolute():
+        return str(candidate)
+    return str(default_conf_dir().resolve().parent / candidate)
+
+
+def segment_stream(spark: SparkSession, cfg: Config, log_dir: str | None = None) -> DataFrame:
+    """The internal topics of a log directory as a stream of :data:`SOURCE_SCHEMA` rows."""
+    register(spark)
+    reader = spark.readStream.format(SEGMENTS_FORMAT)
+    for name, value in _segment_options(cfg, log_dir).items():
+        reader = reader.option(name, value)
+    return reader.load()
+
+
+def read_segments(spark: SparkSession, cfg: Config, log_dir: str | None = None) -> DataFrame:
+    """Every record of a log directory's internal topics, as a batch DataFrame (offline use)."""
+    register(spark)
+    reader = spark.read.format(SEGMENTS_FORMAT)
+    for name, value in _segment_options(cfg, log_dir).items():
+        reader = reader.option(name, value)
+    return reader.load()
+
+
+def read_stream(spark: SparkSession, cfg: Config) -> DataFrame:
+    """The configured source (``cfg.sources.kind``) as a stream of :data:`SOURCE_SCHEMA` rows."""
+    if cfg.sources.kind == KAFKA:
+        return kafka_stream(spark, cfg)
+    return segment_stream(spark, cfg)

@@ -1,0 +1,79 @@
+"""Lag between micro-batches (offsetscope.pipelines.lag): positions, samples, the segment
+sampler as of the batch's event time, lag rows. Pure Python, no JVM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from offsetscope.history.rows import EndOffsetSample
+from offsetscope.pipelines import lag
+from offsetscope.pipelines.synthetic import SyntheticLog, Workload
+
+T0 = 1_700_000_000_000
+
+
+def test_positions_keep_the_newest_commit_per_group_and_survive_json() -> None:
+    before = {"g": lag.Position("g", 10, T0, 5)}
+    after = lag.update_positions(
+        before,
+        [
+            lag.Position("g", 8, T0 - 1, 3),  # older: ignored
+            lag.Position("g", 12, T0 + 5, 9),
+            lag.Position("h", None, T0 + 1, 2),  # a tombstone: no committed offset
+        ],
+    )
+    assert after == {"g": lag.Position("g", 12, T0 + 5, 9), "h": lag.Position("h", None, T0 + 1, 2)}
+    assert lag.positions_from_json(lag.positions_to_json(after)) == after
+    assert lag.positions_from_json(None) == {}
+
+
+def test_samples_json_keeps_the_most_recent_ones() -> None:
+    samples = [EndOffsetSample("t", 0, 0, 10 + i, 10 + i, T0 + i) for i in range(100)]
+    kept = lag.samples_from_json("t", 0, lag.samples_to_json(samples))
+    assert kept == samples[-lag.RECENT_SAMPLES :]
+
+
+def test_lag_rows_measure_read_committed_groups_against_the_lso() -> None:
+    positions = {
+        "plain": lag.Position("plain", 90, T0, 1),
+        "rc": lag.Position("rc", 90, T0, 2),
+        "gone": lag.Position("gone", None, T0, 3),
+    }
+    history = [EndOffsetSample("t", 0, 0, 50, 50, T0 - 10_000)]
+    new = [EndOffsetSample("t", 0, 95, 120, 100, T0 + 10_000)]
+    rows = {r.group_id: r for r in lag.lag_rows("t", 0, positions, history, new, ["rc"])}
+    assert set(rows) == {"plain", "rc"}  # no committed offset, no lag row
+    assert (rows["plain"].end_offset, rows["plain"].lag_records) == (120, 30)
+    assert (rows["rc"].end_offset, rows["rc"].lag_records, rows["rc"].read_committed) == (
+        100,
+        10,
+        True,
+    )
+    assert rows["plain"].data_loss
+    assert rows["plain"].lost_records == 5
+    assert rows["plain"].as_of == T0 + 10_000
+    # Two samples bracket the append of offset 90: lag in seconds is interpolated.
+    assert rows["plain"].lag_method == "interpolated"
+    assert rows["plain"].lag_seconds is not None
+    assert 0 < rows["plain"].lag_seconds < 20
+
+
+def test_segment_sampler_reads_the_data_log_as_it_stood_at_the_event_time(
+    tmp_path: Path,
+) -> None:
+    workload = Workload(transactional_ids=0, records_per_tick=3, tick_ms=1_000)
+    with SyntheticLog(tmp_path, workload) as log:
+        truth = log.run(10)
+    sampler = lag.SegmentSampler(str(tmp_path), ["__consumer_offsets", "__transaction_state"])
+
+    assert sampler.sample(["orders"], None) == []
+    assert sampler.sample(["__consumer_offsets"], T0) == []
+    early = {s.partition: s for s in sampler.sample(["orders"], T0 + 2_500)}
+    assert set(early) == set(range(workload.data_partitions))
+    assert {s.high_watermark for s in early.values()} == {9}  # ticks 0, 1, 2 written by then
+    assert {s.sampled_at for s in early.values()} == {T0 + 2_500}
+    final = {s.partition: s for s in sampler.sample(["orders"], T0 + 60_000)}
+    assert {p: s.high_watermark for p, s in final.items()} == {
+        p: truth.high_watermarks[("orders", p)] for p in final
+    }
+    assert all(s.last_stable_offset == s.high_watermark for s in final.values())
