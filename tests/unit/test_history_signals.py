@@ -80,12 +80,32 @@ def test_stuck_classic_rebalance_is_a_generation_that_never_stored() -> None:
     states, out = fold_batch(None, storm_log().events)
     rows = list(materialize(out.group_generations).values())
     (stuck,) = stuck_rebalances(rows, states.groups.values(), T0 + 40 * MIN)
-    assert (stuck.group_id, stuck.generations, stuck.until) == (
+    assert (stuck.group_id, stuck.generations, stuck.since, stuck.until) == (
         G,
         (11, 12, 13),
+        T0 + 10 * MIN,
         T0 + 30 * MIN - S,
     )
     assert stuck_rebalances(rows, states.groups.values(), T0 + 20 * MIN) == []
+
+
+def test_generation_superseded_within_the_rebalance_timeout_is_not_stuck() -> None:
+    log = Log()
+    log.group(G, 1, [M("a", [("orders", 0)])], T0)
+    # generation 2 never stored, generation 3 completed 20 s later: a join superseded it
+    log.group(G, 3, [M("a", [("orders", 0)]), M("b", [("orders", 1)])], T0 + 21 * S,
+              cst=T0 + 20 * S)  # fmt: skip
+    # generation 4 never stored, and 5 completed 6 minutes after 3: over the 5 min timeout
+    log.group(G, 5, [M("a", [("orders", 0)])], T0 + 7 * MIN, cst=T0 + 21 * S + 6 * MIN)
+    states, out = fold_batch(None, log.events)
+    rows = list(materialize(out.group_generations).values())
+    (stuck,) = stuck_rebalances(rows, states.groups.values(), T0 + 10 * MIN)
+    assert (stuck.generations, stuck.since, stuck.until) == (
+        (4,),
+        T0 + 21 * S,
+        T0 + 21 * S + 6 * MIN,
+    )
+    assert "300000 ms rebalance timeout" in stuck.reason
 
 
 def test_kip848_group_not_converging_within_the_rebalance_timeout() -> None:

@@ -15,6 +15,7 @@ import base64
 import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from offsetscope.history import LagIndex, commit_points, fold_batch
 from offsetscope.history.batch import HistoryOutputs
 from offsetscope.history.events import ControlEvent, Coordinates, Event, event_from_record
 from offsetscope.history.rows import EndOffsetSample, GenerationRow
+from offsetscope.history.signals import stuck_rebalances
 from offsetscope.history.tables import materialize
 from offsetscope.protocol import consumer_protocol as cp
 from offsetscope.protocol import decode_record
@@ -228,6 +230,30 @@ def test_member_sessions_bracket_the_real_joins_and_leaves(name: str) -> None:
             assert s.left_at >= line["at_ms"], s
             assert s.end_reason in ("left", "replaced", "group_emptied", "group_deleted")
     assert checked
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_stuck_rebalances_are_generations_that_never_stored(name: str) -> None:
+    r = run(name)
+    started = [line for line in r.of("GenerationStarted") if line["member_ids"]]
+    stored = {(line["group_id"], line["generation_id"]) for line in r.of("AssignmentStored")}
+    never = {(line["group_id"], line["generation_id"]) for line in started} - stored
+    timeout = max(line["rebalance_timeout_ms"] for line in r.of("MemberJoined"))
+    # Truly stuck: the next generation's join completed more than a rebalance timeout later.
+    starts = sorted((line["group_id"], line["at_ms"], line["generation_id"]) for line in started)
+    stuck_truth = {
+        (group, gen)
+        for (group, at, gen), (group2, later, _) in pairwise(starts)
+        if group == group2 and (group, gen) in never and later - at > timeout
+    }
+    rows = list(materialize(r.out.group_generations).values())
+    end = max(line["at_ms"] for line in r.lines)
+    reported = {(s.group_id, g) for s in stuck_rebalances(rows, [], end) for g in s.generations}
+    assert stuck_truth <= reported <= never
+    if name in ("consumer-crash", "rebalance-storm", "transactions"):
+        # Generation 1 was superseded within seconds by a member joining mid-rebalance.
+        assert never
+        assert not reported
 
 
 @pytest.mark.parametrize("name", ["transactions"])

@@ -12,9 +12,10 @@ half-open, ``(start, end]``, so a rebalance at exactly ``as_of`` counts and one 
 * member churn: :func:`member_churn` -- member ids that joined or left, and instance ids that
   went through more than one member id, in the window;
 * stuck rebalances: :func:`stuck_rebalances` -- classic generations that never stored an
-  assignment (a generation jump between two records while the reader was tailing: the join
-  completed but the leader's SyncGroup never landed within the rebalance timeout), and KIP-848
-  groups in Assigning/Reconciling longer than their members' rebalance timeout;
+  assignment (a generation jump between two records while the reader was tailing) over a span
+  longer than the rebalance timeout (the join completed but the leader's SyncGroup may never
+  have landed), and KIP-848 groups in Assigning/Reconciling longer than their members'
+  rebalance timeout;
 * lag stall: :func:`commit_window` and :func:`burrow_status` -- Burrow's threshold-free
   evaluation over the last N commits of a partition;
 * hanging transactions: :func:`hanging_transactions` -- open longer than timeout + margin.
@@ -156,15 +157,29 @@ def stuck_rebalances(
 
     Returns:
         Classic: one entry per generation jump between two consecutive rows of a group life
-        (generations ``previous + 1 .. generation - 1``), bounded by the previous row's time and
-        the next join completion. KIP-848: one entry per group that has been Assigning or
+        (generations ``previous + 1 .. generation - 1``) whose span -- from the previous record
+        to the next join completion -- exceeds the members' rebalance timeout. Shorter jumps
+        are rebalances superseded by a join or leave, which Kafka handles normally; a longer
+        one is a sync that may have timed out (the log cannot say when inside the span the
+        generation started). KIP-848: one entry per group that has been Assigning or
         Reconciling for longer than the largest member rebalance timeout.
     """
     out: list[StuckRebalance] = []
+    previous: dict[tuple[str, int], GenerationRow] = {}
     for row in sorted(rows, key=lambda r: (r.group_id, r.group_life, r.generation)):
         if row.kind != "classic" or row.stored_at > as_of:
             continue
-        if row.previous_generation is None or row.generations_skipped <= 0:
+        prev = previous.get((row.group_id, row.group_life))
+        previous[(row.group_id, row.group_life)] = row
+        if prev is None or row.previous_generation is None or row.generations_skipped <= 0:
+            continue
+        # The unstored generations started after the previous record and were over when this
+        # row's join phase completed. If that span is within the rebalance timeout they were
+        # superseded (a member joined or left mid-rebalance), not stuck.
+        since, until = prev.updated_at, _rebalance_at(row)
+        timeouts = [m.rebalance_timeout_ms for m in (*prev.members, *row.members)]
+        limit = max((t for t in timeouts if t > 0), default=default_rebalance_timeout_ms)
+        if until - since <= limit:
             continue
         skipped = tuple(range(row.previous_generation + 1, row.generation))
         out.append(
@@ -173,10 +188,14 @@ def stuck_rebalances(
                 group_life=row.group_life,
                 kind=row.kind,
                 generations=skipped,
-                since=None,
-                until=_rebalance_at(row),
-                reason="join completed but no assignment was stored for generation(s) "
-                + ", ".join(map(str, skipped)),
+                since=since,
+                until=until,
+                reason=(
+                    "no assignment stored for generation(s) "
+                    + ", ".join(map(str, skipped))
+                    + f"; {until - since} ms between the records, over the {limit} ms"
+                    " rebalance timeout: the leader's sync may have timed out"
+                ),
             )
         )
     for st in sorted(states, key=lambda s: s.group_id):
