@@ -14,7 +14,8 @@ add theirs. Types:
 ``GenerationStarted``      the join phase completed: generation, protocol, leader, member ids
 ``MemberJoined``           member id, instance id, client id/host, timeouts, cause
 ``MemberLeft``             member id, instance id, cause (left, session_timeout, ...), reason
-``AssignmentStored``       the leader's assignment written (GroupMetadata): Base64 blobs
+``AssignmentStored``       the leader's assignment written (GroupMetadata): Base64 blobs, and
+                           ``partitions``: member id -> decoded [{topic, partitions}]
 ``OffsetsExpired``         offsets tombstoned by the expiry job
 ``GroupDeleted``           cause deleted / expired
 ``TransactionalOffsetsCompleted``  a marker resolved pending transactional offsets
@@ -47,10 +48,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from offsetscope.coordinator.group.events import GroupEvent
+from offsetscope.coordinator.group.events import AssignmentStored, GroupEvent
 from offsetscope.coordinator.group.events import event_to_dict as group_event_to_dict
 from offsetscope.coordinator.txn.events import TxnEvent, TxnOutcome
 from offsetscope.coordinator.txn.events import event_to_dict as txn_event_to_dict
+from offsetscope.protocol.consumer_protocol import decode_assignment
+from offsetscope.protocol.errors import DecodeError
 
 
 class _Clock(Protocol):
@@ -86,7 +89,10 @@ class GroundTruth:
     def group_event(self, event: GroupEvent) -> None:
         """The group runtime's event hook."""
         self.drain_transactions()
-        self.lines.append(group_event_to_dict(event))
+        line = group_event_to_dict(event)
+        if isinstance(event, AssignmentStored):
+            line["partitions"] = _decoded_assignments(event.assignments)
+        self.lines.append(line)
 
     def drain_transactions(self) -> None:
         """Move transaction events not seen yet into the lines."""
@@ -111,6 +117,27 @@ class GroundTruth:
         """Write every line as JSON (keys in insertion order, compact); returns the count."""
         with path.open("w", encoding="utf-8") as out:
             return write_lines(self.lines, out)
+
+
+def _decoded_assignments(
+    assignments: Sequence[tuple[str, bytes]],
+) -> dict[str, list[dict[str, Any]]] | None:
+    """member id -> [{topic, partitions}] when every blob is a consumer-protocol assignment."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    try:
+        for member, blob in assignments:
+            decoded = decode_assignment(blob)
+            out[member] = (
+                []
+                if decoded is None
+                else [
+                    {"topic": t["topic"], "partitions": list(t["partitions"])}
+                    for t in decoded.data["assignedPartitions"]
+                ]
+            )
+    except DecodeError:
+        return None
+    return out
 
 
 def write_lines(lines: Sequence[dict[str, Any]], out: IO[str]) -> int:
