@@ -39,6 +39,11 @@ the consumer protocol). Generation numbers restart, so rows carry ``group_life``
 each re-creation), which the natural keys include. A generation that goes backwards without a
 tombstone (the tombstone was compacted away) also starts a new life.
 
+Member sessions are emitted when they start, change or end, not at every rebalance: an open
+session's last generation is the group's current one and is written when the session ends (the
+join/leave times are the join completions of the first generation with / without the member,
+so they bound the real JoinGroup and LeaveGroup/timeout from above).
+
 State per group (:class:`GroupState`) holds the current generation row, the open member
 sessions, the KIP-848 member/target tables and the rebalance times of the last 24 h: its size
 follows the group's current size, never its history.
