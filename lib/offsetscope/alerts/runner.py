@@ -1,0 +1,555 @@
+"""Alerts on Spark: load what the rules read, evaluate, MERGE into ``alerts``, notify.
+
+Two ways in, one evaluation:
+
+* :meth:`AlertsRunner.after_ingest_batch` -- a hook the ingest job can call at the end of its
+  ``foreachBatch`` with its batch id: the keys to look at are the fold-state keys that batch
+  wrote (``fold_state.updated_batch_id``);
+* the alerts job (:func:`start`, ``jobs/alerts.py``): a streaming query over the change data feed
+  of ``fold_state``; each micro-batch names the groups and transactional ids whose history moved
+  and the ingest batches that moved them.
+
+Per evaluation (:meth:`AlertsRunner.evaluate`):
+
+1. **When**: with ``time_source = "event_time"`` the rules are evaluated as of the newest record
+   the ingest query had read by the last ingest batch covered (``batch_audit.event_time``), so a
+   replay of old logs raises the alerts of that time, and re-running an evaluation gives the
+   same answer. The horizon (episodes over before it are not looked at again) is the previous
+   ingest batch's event time, or ``lookback`` before ``as_of`` if that is earlier.
+2. **Who**: the changed groups and transactional ids, the subjects of open alerts (so they can
+   resolve as time passes), groups with new ``partition_lag`` rows (a stalled consumer commits
+   nothing), KIP-848 groups in Assigning/Reconciling, transactions still open (a hanging one
+   writes nothing), and tables with quality results.
+3. **What**: their ``group_generations``, ``member_sessions``, ``partition_lag`` (the last
+   ``intervals`` observations before the horizon and all after it), ``transactions``,
+   ``groups_current`` and KIP-848 fold states, reaching back to the start of their open alerts.
+4. **Write**: :func:`offsetscope.alerts.engine.evaluate`, then one MERGE of the changed rows into
+   ``alerts`` under Delta's idempotency marker (app id ``<alerts query>:alerts:merge``, version =
+   the evaluating batch id): a replayed batch writes nothing twice.
+5. **Tell**: after the commit, the :class:`~.notify.Dispatcher` submits the events not yet in
+   ``alert_notifications``; outcomes (delivered, failed, dropped, skipped) are MERGEd into it at
+   the next evaluation and when the runner closes. Nothing here waits for a webhook.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.query import StreamingQuery
+from pyspark.sql.window import Window
+
+from offsetscope.alerts import engine, rules
+from offsetscope.alerts import tables as alert_tables
+from offsetscope.alerts.model import GROUP, PARTITION, TABLE, TRANSACTIONAL_ID, AlertRow, Finding
+from offsetscope.alerts.notify import Dispatcher, NotificationOutcome, Notifier, build_notifiers
+from offsetscope.config import Config, duration_ms
+from offsetscope.coordinator.clock import Clock, SystemClock
+from offsetscope.history.groups import GroupState
+from offsetscope.history.rows import GenerationRow, PartitionLagRow, SessionRow, TransactionRow
+from offsetscope.history.states import ConsumerState
+from offsetscope.pipelines import state as fold_state
+from offsetscope.quality import model as qmodel
+from offsetscope.quality import tables as qtables
+from offsetscope.spark import sources
+from offsetscope.spark import tables as catalogue
+
+log = logging.getLogger("offsetscope.alerts")
+
+_STUCK_STATES = (ConsumerState.ASSIGNING.value, ConsumerState.RECONCILING.value)
+_READS = (
+    "group_generations",
+    "member_sessions",
+    "partition_lag",
+    "transactions",
+    "groups_current",
+    "fold_state",
+    "batch_audit",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ChangedKeys:
+    """The subjects whose history moved: what an evaluation must look at (besides open alerts).
+
+    ``ingest_batches`` are the ingest batch ids that moved them (``fold_state.updated_batch_id``):
+    the last one bounds ``as_of``, the first one the horizon.
+    """
+
+    groups: frozenset[str] = frozenset()
+    transactional_ids: frozenset[str] = frozenset()
+    ingest_batches: frozenset[int] = frozenset()
+
+    @classmethod
+    def from_fold_rows(cls, rows: Iterable[tuple[str, str, int | None]]) -> ChangedKeys:
+        """From ``(fold, key, updated_batch_id)`` rows of the ``fold_state`` table."""
+        groups: set[str] = set()
+        txns: set[str] = set()
+        batches: set[int] = set()
+        for fold, key, batch in rows:
+            if fold == fold_state.GROUP:
+                groups.add(key)
+            elif fold == fold_state.TXN:
+                txns.add(key)
+            if batch is not None:
+                batches.add(int(batch))
+        return cls(frozenset(groups), frozenset(txns), frozenset(batches))
+
+
+def _in(column: str, values: Iterable[str]) -> Column:
+    return F.col(column).isin(sorted(set(values)))
+
+
+def _ts(ms: int) -> Column:
+    return F.timestamp_millis(F.lit(ms))
+
+
+class AlertsRunner:
+    """Evaluates the alert rules on Spark and keeps the notifiers between evaluations.
+
+    Args:
+        cfg: the configuration (``[alerts]``, table names, the ingest query's name).
+        query_name: the alerts query (idempotency app id); default ``[alerts] query_name``.
+        clock: wall clock (``time_source = "clock"``, notification times).
+        notifiers: default: the ones ``[alerts.notify]`` configures, secrets resolved with
+            :func:`offsetscope.secrets.resolver_for`.
+    """
+
+    _spark: SparkSession  # the session of the batch being evaluated
+
+    def __init__(
+        self,
+        cfg: Config,
+        *,
+        query_name: str | None = None,
+        clock: Clock | None = None,
+        notifiers: Sequence[Notifier] | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.settings = cfg.alerts
+        self.query_name = query_name or cfg.alerts.query_name
+        self.clock: Clock = clock or SystemClock()
+        self._notifiers = notifiers
+        self._dispatcher: Dispatcher | None = None
+        self._ready = False
+        self._open_txns: set[str] | None = None
+        self.evaluations: list[engine.Evaluation] = []
+
+    # ------------------------------------------------------------------ setup
+
+    def _setup(self, spark: SparkSession) -> None:
+        if self._ready:
+            return
+        catalogue.ensure_tables(spark, self.cfg, _READS)
+        qtables.ensure(spark, self.cfg, (qtables.QUALITY_RESULTS,))
+        qtables.ensure(spark, self.cfg, (alert_tables.ALERTS, alert_tables.ALERT_NOTIFICATIONS))
+        if self._notifiers is None:
+            from offsetscope.secrets import resolver_for
+
+            resolver = resolver_for(spark)
+            self._notifiers = build_notifiers(self.settings, resolver.resolve, clock=self.clock)
+        self._dispatcher = Dispatcher(self._notifiers, self.settings.notify, clock=self.clock)
+        self._ready = True
+
+    def _table(self, logical: str) -> DataFrame:
+        return self._spark.table(catalogue.table_name(self.cfg, logical))
+
+    # ------------------------------------------------------------------ entry points
+
+    def after_ingest_batch(
+        self, spark: SparkSession, ingest_batch_id: int
+    ) -> engine.Evaluation | None:
+        """Evaluate for the keys one ingest batch moved (call after its fold state is saved)."""
+        self._spark = spark
+        self._setup(spark)
+        rows = (
+            self._table("fold_state")
+            .where(F.col("updated_batch_id") == F.lit(ingest_batch_id))
+            .select("fold", "key", "updated_batch_id")
+            .collect()
+        )
+        changed = ChangedKeys.from_fold_rows((r[0], r[1], r[2]) for r in rows)
+        changed = dataclasses.replace(changed, ingest_batches=frozenset({ingest_batch_id}))
+        return self.evaluate(spark, ingest_batch_id, changed)
+
+    def process_changes(self, batch_df: DataFrame, batch_id: int) -> None:
+        """``foreachBatch`` over the change data feed of ``fold_state``."""
+        spark = batch_df.sparkSession
+        rows = (
+            batch_df.where(F.col("_change_type") != F.lit("update_preimage"))
+            .select("fold", "key", "updated_batch_id")
+            .distinct()
+            .collect()
+        )
+        if not rows:
+            return
+        changed = ChangedKeys.from_fold_rows((r[0], r[1], r[2]) for r in rows)
+        self.evaluate(spark, batch_id, changed)
+
+    # ------------------------------------------------------------------ evaluation
+
+    def _event_times(self, changed: ChangedKeys) -> tuple[int | None, int | None]:
+        """(as_of, previous as_of) from the ingest query's audit rows."""
+        if not changed.ingest_batches:
+            return None, None
+        last, first = max(changed.ingest_batches), min(changed.ingest_batches)
+        audit = self._table("batch_audit").where(
+            F.col("query_name") == F.lit(self.cfg.pipeline.query_name)
+        )
+        row = audit.agg(
+            F.max(F.when(F.col("batch_id") <= last, F.unix_millis("event_time"))).alias("as_of"),
+            F.max(F.when(F.col("batch_id") < first, F.unix_millis("event_time"))).alias("prev"),
+        ).collect()[0]
+        return row["as_of"], row["prev"]
+
+    def evaluate(
+        self,
+        spark: SparkSession,
+        batch_id: int,
+        changed: ChangedKeys,
+        *,
+        as_of: int | None = None,
+    ) -> engine.Evaluation | None:
+        """One evaluation (see the module docstring); returns it, or None when no time is known.
+
+        Args:
+            spark: the session.
+            batch_id: the evaluating batch (the Delta idempotency version of the MERGE).
+            changed: the subjects whose history moved, and the ingest batches that moved them.
+            as_of: evaluate as of this time instead (tests, backfills).
+        """
+        self._spark = spark
+        self._setup(spark)
+        lookback = duration_ms(self.settings.lookback)
+        previous: int | None = None
+        if as_of is None:
+            if self.settings.time_source == "clock":
+                as_of = self.clock.now_ms()
+                previous = as_of - lookback
+            else:
+                as_of, previous = self._event_times(changed)
+        if as_of is None:
+            log.info("alerts batch %d: no ingested record time yet; nothing to evaluate", batch_id)
+            return None
+        since = min(as_of - lookback, previous) if previous is not None else None
+
+        stored_open = self._open_alerts()
+        inputs = self._inputs(changed, stored_open, as_of, since)
+        findings = rules.find_all(inputs, self.settings)
+        stored = dict(stored_open)
+        stored.update(self._stored_for(findings, stored, since))
+        evaluation = engine.reconcile(findings, stored, inputs, self.settings, batch_id=batch_id)
+        qtables.merge_rows(
+            spark,
+            self.cfg,
+            alert_tables.ALERTS,
+            evaluation.changed,
+            app_id=f"{self.query_name}:alerts:merge",
+            batch_id=batch_id,
+        )
+        self._notify(evaluation)
+        self.evaluations.append(evaluation)
+        log.info(
+            "alerts batch %d as of %d: %d alerts seen, %d written, %d open",
+            batch_id,
+            as_of,
+            len(evaluation.rows),
+            len(evaluation.changed),
+            len(evaluation.open),
+        )
+        return evaluation
+
+    def _open_alerts(self) -> dict[str, AlertRow]:
+        df = self._spark.table(qtables.qualified_name(self.cfg, alert_tables.ALERTS)).where(
+            F.col("status") == F.lit("open")
+        )
+        return {r.alert_id: r for r in qtables.rows_of(df, AlertRow)}
+
+    def _stored_for(
+        self, findings: Sequence[Finding], known: Mapping[str, AlertRow], since: int | None
+    ) -> dict[str, AlertRow]:
+        """The stored alerts the findings name, and the recent ones of the same subjects (an
+        episode whose start moved keeps its stored identity; see ``engine.reconcile``)."""
+        ids = sorted({f.alert_id for f in findings} - set(known))
+        subjects = sorted({f.subject for f in findings})
+        if not ids and not subjects:
+            return {}
+        recent = _in("subject", subjects)
+        if since is not None:
+            reach = since - rules.max_window_ms(self.settings)
+            recent = recent & (F.col("resolved_at").isNull() | (F.col("resolved_at") >= _ts(reach)))
+        df = self._spark.table(qtables.qualified_name(self.cfg, alert_tables.ALERTS)).where(
+            _in("alert_id", ids or [""]) | recent
+        )
+        return {r.alert_id: r for r in qtables.rows_of(df, AlertRow)}
+
+    # ------------------------------------------------------------------ inputs
+
+    def _scope(
+        self,
+        changed: ChangedKeys,
+        stored_open: Mapping[str, AlertRow],
+        as_of: int,
+        since: int | None,
+    ) -> tuple[set[str], set[str], set[str]]:
+        groups = set(changed.groups)
+        txns = set(changed.transactional_ids)
+        tables: set[str] = set()
+        for row in stored_open.values():
+            if row.subject_kind in (GROUP, PARTITION):
+                groups.add(row.subject)
+            elif row.subject_kind == TRANSACTIONAL_ID:
+                txns.add(row.subject)
+            elif row.subject_kind == TABLE:
+                tables.add(row.subject)
+        lag = self._table("partition_lag").where(F.col("as_of") <= _ts(as_of))
+        if since is not None:
+            lag = lag.where(
+                (F.col("as_of_date") >= F.to_date(_ts(since))) & (F.col("as_of") > _ts(since))
+            )
+        groups.update(r[0] for r in lag.select("group_id").distinct().collect())
+        kip = self._table("groups_current").where(
+            (F.col("kind") == F.lit("kip848")) & _in("state", _STUCK_STATES)
+        )
+        groups.update(r[0] for r in kip.select("group_id").collect())
+        if self._open_txns is None:
+            ongoing = self._table("transactions").where(F.col("completed_at").isNull())
+            self._open_txns = {
+                r[0] for r in ongoing.select("transactional_id").distinct().collect()
+            }
+        txns.update(self._open_txns)
+        return groups, txns, tables
+
+    def _inputs(
+        self,
+        changed: ChangedKeys,
+        stored_open: Mapping[str, AlertRow],
+        as_of: int,
+        since: int | None,
+    ) -> rules.RuleInputs:
+        groups, txns, tables = self._scope(changed, stored_open, as_of, since)
+        # Reach back to the start of every open alert in scope, and one window before that, so
+        # an episode in progress is found with the start it was first found with.
+        starts = [r.episode_start for r in stored_open.values()]
+        reach = since if since is None else min([since, *starts])
+        rows_since = None if reach is None else reach - rules.max_window_ms(self.settings)
+
+        generations: list[GenerationRow] = []
+        sessions: list[SessionRow] = []
+        lag: list[PartitionLagRow] = []
+        current: list[rules.CurrentGroup] = []
+        states: list[GroupState] = []
+        if groups:
+            gen = self._table("group_generations").where(_in("group_id", groups))
+            ses = self._table("member_sessions").where(
+                _in("group_id", groups) & (F.col("joined_at") <= _ts(as_of))
+            )
+            if rows_since is not None:
+                at = F.coalesce(F.col("join_completed_at"), F.col("stored_at"))
+                gen = gen.where(at > _ts(rows_since))
+                ses = ses.where(F.col("left_at").isNull() | (F.col("left_at") > _ts(rows_since)))
+            generations = qtables.rows_of(gen, GenerationRow)
+            sessions = qtables.rows_of(ses, SessionRow)
+            lag = qtables.rows_of(self._lag_rows(groups, as_of, rows_since), PartitionLagRow)
+            cur = self._table("groups_current").where(_in("group_id", groups))
+            current = [
+                rules.CurrentGroup(r[0], r[1], r[2], r[3], r[4])
+                for r in qtables.millis(
+                    cur.select("group_id", "group_life", "kind", "state", "state_since")
+                ).collect()
+            ]
+            candidates = [
+                c.group_id for c in current if c.kind == "kip848" and c.state in _STUCK_STATES
+            ]
+            loaded = fold_state.load(self._spark, self.cfg, {fold_state.GROUP: candidates})
+            states = [GroupState.from_json(row.state) for row in loaded.values()]
+
+        transactions: list[TransactionRow] = []
+        if txns:
+            tx = self._table("transactions").where(_in("transactional_id", txns))
+            if rows_since is not None:
+                tx = tx.where(
+                    (F.col("started_at") > _ts(rows_since))
+                    | F.col("completed_at").isNull()
+                    | (F.col("completed_at") > _ts(rows_since))
+                )
+            transactions = qtables.rows_of(tx, TransactionRow)
+            open_now = {t.transactional_id for t in transactions if t.completed_at is None}
+            self._open_txns = ((self._open_txns or set()) - txns) | open_now
+
+        quality = self._quality_rows(tables, stored_open)
+        tables.update(r.table_name for r in quality)
+        return rules.RuleInputs(
+            as_of=as_of,
+            since=since,
+            groups=frozenset(groups),
+            transactional_ids=frozenset(txns),
+            tables=frozenset(tables),
+            generations=tuple(generations),
+            sessions=tuple(sessions),
+            group_states=tuple(states),
+            current=tuple(current),
+            lag=tuple(lag),
+            transactions=tuple(transactions),
+            quality=tuple(quality),
+        )
+
+    def _lag_rows(self, groups: set[str], as_of: int, rows_since: int | None) -> DataFrame:
+        """The lag observations of ``groups``: all after ``rows_since``, and the last
+        ``intervals`` before it (Burrow's window must be full at the horizon)."""
+        lag = self._table("partition_lag").where(
+            _in("group_id", groups) & (F.col("as_of") <= _ts(as_of))
+        )
+        if rows_since is None:
+            return lag
+        reach = rows_since - duration_ms(self.settings.lookback)
+        lag = lag.where(F.col("as_of_date") >= F.to_date(_ts(reach)))
+        intervals = max(
+            [self.settings.lag_stall.intervals]
+            + [o.intervals for o in self.settings.lag_stall.groups.values() if o.intervals]
+        )
+        newest_first = Window.partitionBy("group_id", "topic", "partition").orderBy(
+            F.col("as_of").desc()
+        )
+        before = (
+            lag.where(F.col("as_of") <= _ts(rows_since))
+            .withColumn("_n", F.row_number().over(newest_first))
+            .where(F.col("_n") <= intervals)
+            .drop("_n")
+        )
+        return lag.where(F.col("as_of") > _ts(rows_since)).unionByName(before)
+
+    def _quality_rows(
+        self, tables: set[str], stored_open: Mapping[str, AlertRow]
+    ) -> list[qmodel.QualityResultRow]:
+        # Quality results are stamped with the wall clock of their validation, not event time.
+        starts = [r.episode_start for r in stored_open.values() if r.subject_kind == TABLE]
+        since = min([self.clock.now_ms() - duration_ms(self.settings.lookback), *starts])
+        df = self._spark.table(qtables.qualified_name(self.cfg, qtables.QUALITY_RESULTS))
+        df = df.where((F.col("validated_at") > _ts(since)) | _in("table_name", tables or {""}))
+        return qtables.rows_of(df, qmodel.QualityResultRow)
+
+    # ------------------------------------------------------------------ notifications
+
+    def _notify(self, evaluation: engine.Evaluation) -> None:
+        assert self._dispatcher is not None
+        rows = evaluation.rows
+        recorded: dict[tuple[str, str, str], str] = {}
+        if rows:
+            table = qtables.qualified_name(self.cfg, alert_tables.ALERT_NOTIFICATIONS)
+            df = self._spark.table(table).where(_in("alert_id", [r.alert_id for r in rows]))
+            for r in df.select("alert_id", "event", "notifier", "status").collect():
+                recorded[(r[0], r[1], r[2])] = r[3]
+        self._dispatcher.dispatch(rows, recorded, evaluation.as_of)
+        self._record(self._dispatcher.drain())
+
+    def _record(self, outcomes: Sequence[NotificationOutcome]) -> None:
+        # Keyed MERGE without an idempotency marker: outcomes arrive whenever the notifier
+        # thread finishes, not per batch, and the key makes a repeated outcome a no-op.
+        latest = {(o.alert_id, o.event, o.notifier): o for o in outcomes}
+        qtables.merge_rows(
+            self._spark,
+            self.cfg,
+            alert_tables.ALERT_NOTIFICATIONS,
+            list(latest.values()),
+            app_id=None,
+            batch_id=0,
+        )
+
+    def close(self, spark: SparkSession, timeout_s: float = 30.0) -> list[NotificationOutcome]:
+        """Finish queued notifications (up to ``timeout_s`` per notifier) and record them."""
+        if self._dispatcher is None:
+            return []
+        self._spark = spark
+        outcomes = self._dispatcher.close(timeout_s)
+        self._record(outcomes)
+        return outcomes
+
+
+def evaluate(
+    spark: SparkSession,
+    cfg: Config,
+    batch_id: int,
+    changed_keys: ChangedKeys,
+    *,
+    runner: AlertsRunner | None = None,
+) -> list[AlertRow]:
+    """Evaluate the rules for ``changed_keys``, MERGE into ``alerts``; the alerts as they stand.
+
+    A one-call form of :meth:`AlertsRunner.evaluate` for callers that keep no runner (pass one
+    to keep notifiers and their queues alive between batches).
+    """
+    own = runner is None
+    runner = runner or AlertsRunner(cfg)
+    try:
+        result = runner.evaluate(spark, batch_id, changed_keys)
+    finally:
+        if own:
+            runner.close(spark)
+    return list(result.rows) if result is not None else []
+
+
+# ----------------------------------------------------------------------------- the query
+
+
+def checkpoint_path(cfg: Config, query_name: str) -> str:
+    """``<storage.checkpoint_dir>/<query name>``."""
+    return str(Path(sources.resolve_path(cfg.storage.checkpoint_dir)) / query_name)
+
+
+def start(
+    spark: SparkSession,
+    cfg: Config,
+    *,
+    runner: AlertsRunner | None = None,
+    checkpoint: str | None = None,
+) -> tuple[StreamingQuery, AlertsRunner]:
+    """Start the alerts query: ``foreachBatch`` over the change data feed of ``fold_state``.
+
+    Args:
+        spark: the session.
+        cfg: the configuration (``[alerts]`` names the query and its trigger).
+        runner: the batch logic (default: a new :class:`AlertsRunner`).
+        checkpoint: overrides ``<storage.checkpoint_dir>/<alerts query name>``.
+    """
+    runner = runner or AlertsRunner(cfg)
+    catalogue.ensure_tables(spark, cfg, _READS)
+    changes = (
+        spark.readStream.format("delta")
+        .option("readChangeFeed", "true")
+        .table(catalogue.table_name(cfg, "fold_state"))
+    )
+    writer = (
+        changes.writeStream.foreachBatch(runner.process_changes)
+        .queryName(runner.query_name)
+        .option("checkpointLocation", checkpoint or checkpoint_path(cfg, runner.query_name))
+    )
+    if cfg.alerts.trigger == "processing_time":
+        writer = writer.trigger(processingTime=cfg.alerts.processing_time)
+    else:
+        writer = writer.trigger(availableNow=True)
+    return writer.start(), runner
+
+
+def run(spark: SparkSession, cfg: Config, *, checkpoint: str | None = None) -> AlertsRunner:
+    """Run the alerts query until it has read everything (``available_now``) or is stopped;
+    then flush the notifications.
+
+    Raises:
+        pyspark.errors.StreamingQueryException: a batch failed.
+    """
+    query, runner = start(spark, cfg, checkpoint=checkpoint)
+    try:
+        query.awaitTermination()
+    finally:
+        query.stop()
+        runner.close(spark)
+    error = query.exception()
+    if error is not None:
+        raise error
+    return runner

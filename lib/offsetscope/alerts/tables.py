@@ -1,0 +1,72 @@
+"""The ``alerts`` and ``alert_notifications`` tables (columns = the row dataclasses' fields).
+
+``alerts`` keeps one row per alert id (MERGE; change data feed on, so every open / update /
+resolve is in the table's history); ``alert_notifications`` one row per (alert id, event,
+notifier) with what happened to it. Neither ever holds a webhook URL or token.
+"""
+
+from __future__ import annotations
+
+from offsetscope.alerts.model import AlertRow
+from offsetscope.alerts.notify import NotificationOutcome
+from offsetscope.spark.tables import ColumnSpec, TableSpec
+
+ALERTS_LAYER = "alerts"
+
+ALERTS = TableSpec(
+    "alerts",
+    ALERTS_LAYER,
+    (
+        ColumnSpec("alert_id", "string", False, comment="hash of rule, subject, detail, episode"),
+        ColumnSpec("rule", "string", False),
+        ColumnSpec(
+            "subject_kind", "string", False, comment="group | partition | transactional_id | table"
+        ),
+        ColumnSpec("subject", "string", False, comment="group id, transactional id or table"),
+        ColumnSpec(
+            "detail", "string", False, comment="topic:partition, group_life:N, ... or empty"
+        ),
+        ColumnSpec("group_life", "int"),
+        ColumnSpec("episode_start", "timestamp", False, comment="read from the data"),
+        ColumnSpec("status", "string", False, comment="open | resolved"),
+        ColumnSpec("severity", "string", False, comment="info | warning | critical"),
+        ColumnSpec("value", "double", False, comment="the rule's measurement (peak or current)"),
+        ColumnSpec("threshold", "double"),
+        ColumnSpec("opened_at", "timestamp", False),
+        ColumnSpec("resolved_at", "timestamp"),
+        ColumnSpec("updated_at", "timestamp", False, comment="evaluation time of the last change"),
+        ColumnSpec("reason", "string", False),
+        ColumnSpec("generations", "array<int>", False),
+        ColumnSpec("member_ids", "array<string>", False),
+        ColumnSpec("instance_ids", "array<string>", False),
+        ColumnSpec("transactional_id", "string"),
+        ColumnSpec("producer_id", "bigint"),
+        ColumnSpec("producer_epoch", "int"),
+        ColumnSpec("evidence", "map<string,string>", False),
+        ColumnSpec("first_batch_id", "bigint", False),
+        ColumnSpec("last_batch_id", "bigint", False),
+    ),
+    key=("alert_id",),
+    change_data_feed=True,
+    comment="One row per alert episode; deterministic ids make replays idempotent.",
+)
+
+ALERT_NOTIFICATIONS = TableSpec(
+    "alert_notifications",
+    ALERTS_LAYER,
+    (
+        ColumnSpec("alert_id", "string", False),
+        ColumnSpec("event", "string", False, comment="opened | resolved"),
+        ColumnSpec("notifier", "string", False, comment="log | webhook:<name>"),
+        ColumnSpec("status", "string", False, comment="delivered | failed | dropped | skipped"),
+        ColumnSpec("attempts", "int", False),
+        ColumnSpec("http_status", "int"),
+        ColumnSpec("error", "string", comment="why it failed or was skipped (no secrets)"),
+        ColumnSpec("queued_at", "timestamp", False),
+        ColumnSpec("finished_at", "timestamp", False),
+    ),
+    key=("alert_id", "event", "notifier"),
+    comment="What happened to each alert event at each notifier.",
+)
+
+ROW_TYPES: dict[str, type] = {"alerts": AlertRow, "alert_notifications": NotificationOutcome}
