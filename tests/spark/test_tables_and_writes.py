@@ -1,0 +1,160 @@
+"""The table catalogue in a real metastore (Delta tables, properties, idempotent creation, schema
+drift caught) and the exactly-once writes (idempotent append and MERGE keyed by batch id)."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+
+from offsetscope import config
+from offsetscope.history.rows import EndOffsetSample, TxnStatusRow
+from offsetscope.history.tables import TABLES as HISTORY_TABLES
+from offsetscope.pipelines import writes
+from offsetscope.spark import tables as catalogue
+
+pytestmark = pytest.mark.spark
+
+T0 = 1_700_000_000_000
+SOME = ("raw_records", "quarantine", "transaction_status_timeline", "end_offsets", "fold_state")
+
+
+@pytest.fixture(scope="module")
+def cfg(spark: SparkSession, offsetscope_config: config.Config) -> Iterator[config.Config]:
+    schema = f"t_tables_{uuid.uuid4().hex[:8]}"
+    cfg = dataclasses.replace(
+        offsetscope_config,
+        storage=dataclasses.replace(offsetscope_config.storage, schema=schema),
+        tables=dataclasses.replace(offsetscope_config.tables, quarantine="bad_records"),
+    )
+    catalogue.ensure_tables(spark, cfg, SOME)
+    try:
+        yield cfg
+    finally:
+        spark.sql(f"DROP SCHEMA {schema} CASCADE")
+
+
+def _properties(spark: SparkSession, name: str) -> dict[str, str]:
+    rows = spark.sql(f"SHOW TBLPROPERTIES {name}").collect()
+    return {r["key"]: r["value"] for r in rows}
+
+
+def _version(spark: SparkSession, name: str) -> int:
+    history = DeltaTable.forName(spark, name).history(1).collect()
+    return int(history[0]["version"])
+
+
+def test_catalogue_declares_every_table_of_the_design() -> None:
+    assert set(catalogue.CATALOGUE) == {
+        "raw_records",
+        "group_metadata_events",
+        "consumer_group_events",
+        "transaction_log_events",
+        "control_records",
+        "quarantine",
+        *HISTORY_TABLES,
+        "fold_state",
+        "batch_audit",
+    }
+    for spec in catalogue.CATALOGUE.values():
+        names = spec.column_names
+        assert len(names) == len(set(names)), spec.logical
+        assert set(spec.key) <= set(names), spec.logical
+        assert not (spec.partition_by and spec.cluster_by), spec.logical
+
+
+def test_tables_exist_in_the_schema_with_their_layout_and_properties(
+    spark: SparkSession, cfg: config.Config
+) -> None:
+    names = {r["tableName"] for r in spark.sql(f"SHOW TABLES IN {cfg.storage.schema}").collect()}
+    assert names == {
+        "raw_records",
+        "bad_records",
+        "transaction_status_timeline",
+        "end_offsets",
+        "fold_state",
+    }
+    raw = catalogue.table_name(cfg, "raw_records")
+    detail = DeltaTable.forName(spark, raw).detail().collect()[0]
+    assert detail["format"] == "delta"
+    assert list(detail["partitionColumns"]) == ["record_date"]
+    props = _properties(spark, raw)
+    assert props["delta.appendOnly"] == "true"
+    assert props["delta.logRetentionDuration"] == cfg.pipeline.log_retention
+    timeline = _properties(spark, catalogue.table_name(cfg, "transaction_status_timeline"))
+    assert timeline["delta.enableChangeDataFeed"] == "true"
+    assert timeline["delta.appendOnly"] == "false"
+    fold = DeltaTable.forName(spark, catalogue.table_name(cfg, "fold_state")).detail().collect()[0]
+    assert list(fold["clusteringColumns"]) == ["fold", "key"]
+    quarantine = spark.table(catalogue.table_name(cfg, "quarantine"))
+    assert [f.name for f in quarantine.schema.fields] == list(catalogue.QUARANTINE.column_names)
+
+
+def test_ensure_tables_is_idempotent_and_catches_an_outdated_table(
+    spark: SparkSession, cfg: config.Config
+) -> None:
+    before = _version(spark, catalogue.table_name(cfg, "end_offsets"))
+    catalogue.ensure_tables(spark, cfg, ["end_offsets"])
+    assert _version(spark, catalogue.table_name(cfg, "end_offsets")) == before
+
+    outdated = dataclasses.replace(
+        cfg, tables=dataclasses.replace(cfg.tables, batch_audit="old_audit")
+    )
+    spark.sql(
+        f"CREATE TABLE {cfg.storage.schema}.old_audit (query_name string, batch_id bigint) USING DELTA"
+    )
+    with pytest.raises(catalogue.TableSchemaMismatchError, match="source_kind"):
+        catalogue.ensure_tables(spark, outdated, ["batch_audit"])
+
+
+def test_append_is_written_once_per_batch_id(spark: SparkSession, cfg: config.Config) -> None:
+    name = catalogue.table_name(cfg, "end_offsets")
+    rows = [EndOffsetSample("orders", p, 0, 10 + p, 10 + p, T0) for p in range(3)]
+    df = writes.rows_frame(spark, "end_offsets", rows)
+    writes.append(df, cfg, "end_offsets", query_name="q1", batch_id=0)
+    version = _version(spark, name)
+    writes.append(df, cfg, "end_offsets", query_name="q1", batch_id=0)  # a replay
+    assert _version(spark, name) == version
+    assert spark.table(name).count() == 3
+    writes.append(df, cfg, "end_offsets", query_name="q2", batch_id=0)  # another query
+    assert spark.table(name).count() == 6
+    dates = {r["sampled_date"].isoformat() for r in spark.table(name).collect()}
+    assert dates == {"2023-11-14"}  # the generated partition column
+
+
+def test_merge_upserts_on_the_natural_key_once_per_batch_id(
+    spark: SparkSession, cfg: config.Config
+) -> None:
+    name = catalogue.table_name(cfg, "transaction_status_timeline")
+
+    def row(status: str, seq: int = 0) -> TxnStatusRow:
+        return TxnStatusRow("t1", 2, 40, seq, T0, None, status, 5, 0, False, "test")
+
+    first = writes.rows_frame(
+        spark, "transaction_status_timeline", [row("Ongoing"), row("Empty", 1)]
+    )
+    assert writes.merge(first, cfg, "transaction_status_timeline", query_name="q", batch_id=0) == 2
+    version = _version(spark, name)
+    update = writes.rows_frame(spark, "transaction_status_timeline", [row("PrepareCommit")])
+    # Replayed batch id: skipped, nothing changes.
+    assert writes.merge(update, cfg, "transaction_status_timeline", query_name="q", batch_id=0) == 0
+    assert _version(spark, name) == version
+    # The next batch id: the row with the same key is updated in place.
+    prune = [writes.in_list("transactional_id", ["t1"])]
+    assert (
+        writes.merge(
+            update,
+            cfg,
+            "transaction_status_timeline",
+            query_name="q",
+            batch_id=1,
+            prune=[p for p in prune if p],
+        )
+        == 1
+    )
+    got = sorted((r["seq"], r["to_status"]) for r in spark.table(name).collect())
+    assert got == [(0, "PrepareCommit"), (1, "Empty")]

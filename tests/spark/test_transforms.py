@@ -1,0 +1,404 @@
+"""Each transform of the pipeline on a small DataFrame, against explicit expected rows and schemas
+(chispa): source rows -> decode (mapInArrow) -> bronze, silver, quarantine, offset commits; and
+the segment directory read as a batch through the Python data source."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from chispa import assert_df_equality
+from chispa.schema_comparer import assert_schema_equality
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from offsetscope import config
+from offsetscope.pipelines import ingest
+from offsetscope.pipelines.synthetic import SyntheticLog, Workload
+from offsetscope.protocol import encode_record, make_record
+from offsetscope.protocol.consumer_protocol import encode_assignment, encode_subscription
+from offsetscope.spark import decode as dec
+from offsetscope.spark import logdir, sources
+from offsetscope.spark import tables as catalogue
+
+pytestmark = pytest.mark.spark
+
+OFFSETS = "__consumer_offsets"
+T0 = 1_700_000_000_000
+UTC = dt.UTC
+
+
+def _ts(ms: int) -> dt.datetime:
+    # Spark returns timestamps as naive datetimes in the session time zone (UTC here).
+    return dt.datetime.fromtimestamp(ms / 1000, tz=UTC).replace(tzinfo=None)
+
+
+def _source(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
+    defaults = {
+        "producer_id": -1,
+        "producer_epoch": -1,
+        "is_transactional": False,
+        "is_control": False,
+        "source_topic": None,
+        "source_error": None,
+    }
+    full = [{**defaults, **r} for r in rows]
+    for r in full:
+        r["source_topic"] = r["source_topic"] or r["topic"]
+    table = pa.Table.from_pylist(full, schema=catalogue.SOURCE_SCHEMA)
+    df: DataFrame = spark.createDataFrame(table, schema=sources.source_spark_schema())
+    return df
+
+
+def _commit(group: str, partition: int, offset: int | None, at: int) -> tuple[bytes, bytes | None]:
+    value = None
+    if offset is not None:
+        value = {"offset": offset, "leaderEpoch": 3, "metadata": "m", "commitTimestamp": at}
+    return encode_record(
+        make_record(
+            OFFSETS, 1, {"group": group, "topic": "orders", "partition": partition}, value, 3
+        )
+    )
+
+
+def _group(generation: int) -> tuple[bytes, bytes | None]:
+    member = {
+        "memberId": "m-1",
+        "groupInstanceId": None,
+        "clientId": "c",
+        "clientHost": "/10.0.0.1",
+        "rebalanceTimeout": 300_000,
+        "sessionTimeout": 45_000,
+        "subscription": encode_subscription(0, {"topics": ["orders"], "userData": None}),
+        "assignment": encode_assignment(
+            0, {"assignedPartitions": [{"topic": "orders", "partitions": [0, 1]}], "userData": None}
+        ),
+    }
+    value = {
+        "protocolType": "consumer",
+        "generation": generation,
+        "protocol": "range",
+        "leader": "m-1",
+        "currentStateTimestamp": T0 - 50,
+        "members": [member],
+    }
+    return encode_record(make_record(OFFSETS, 2, {"group": "g1"}, value, 3))
+
+
+@pytest.fixture(scope="module")
+def sample(spark: SparkSession) -> DataFrame:
+    """Five records of one offsets partition: commits, a tombstone, group metadata, garbage."""
+    k1, v1 = _commit("g1", 0, 42, T0)
+    k2, v2 = _commit("g1", 1, None, T0 + 1)
+    k3, v3 = _group(7)
+    k4, v4 = _commit("g2", 0, 9, T0 + 3)
+    rows = [
+        {"topic": OFFSETS, "partition": 2, "offset": 10, "timestamp": T0, "key": k1, "value": v1},
+        {
+            "topic": OFFSETS,
+            "partition": 2,
+            "offset": 11,
+            "timestamp": T0 + 1,
+            "key": k2,
+            "value": v2,
+        },
+        {
+            "topic": OFFSETS,
+            "partition": 2,
+            "offset": 12,
+            "timestamp": T0 + 2,
+            "key": k3,
+            "value": v3,
+        },
+        {
+            "topic": OFFSETS,
+            "partition": 2,
+            "offset": 13,
+            "timestamp": T0 + 3,
+            "key": k4,
+            "value": v4,
+            "producer_id": 77,
+            "producer_epoch": 1,
+            "is_transactional": True,
+        },
+        {
+            "topic": OFFSETS,
+            "partition": 2,
+            "offset": 14,
+            "timestamp": T0 + 4,
+            "key": k1,
+            "value": v1[:5],  # truncated
+        },
+    ]
+    return _source(spark, rows)
+
+
+def test_decode_schema_is_the_arrow_declaration_and_rows_match_the_pure_decoder(
+    spark: SparkSession, sample: DataFrame
+) -> None:
+    decoded = dec.decode(sample)
+    assert_schema_equality(decoded.schema, dec.decoded_spark_schema(), ignore_nullable=True)
+    pure = pa.Table.from_batches(
+        list(dec.decode_arrow(sample.toArrow().to_batches())), schema=dec.DECODE_OUTPUT_SCHEMA
+    )
+    expected = spark.createDataFrame(pure, schema=dec.decoded_spark_schema())
+    assert_df_equality(decoded, expected, ignore_row_order=True, ignore_nullable=True)
+    kinds = {r["offset"]: r["kind"] for r in decoded.select("offset", "kind").collect()}
+    assert kinds == {
+        10: "offset_commit",
+        11: "offset_commit",
+        12: "group_metadata",
+        13: "offset_commit",
+        14: "error",
+    }
+
+
+def test_bronze_keeps_the_bytes_and_converts_the_timestamp(
+    spark: SparkSession, sample: DataFrame
+) -> None:
+    bronze = ingest.bronze_frame(sample.where("offset = 10"), batch_id=5, ingested_at_ms=T0 + 99)
+    k1, v1 = _commit("g1", 0, 42, T0)
+    expected_schema = StructType(
+        [
+            StructField("topic", StringType()),
+            StructField("partition", IntegerType()),
+            StructField("offset", LongType()),
+            StructField("timestamp", TimestampType()),
+            StructField("key", BinaryType()),
+            StructField("value", BinaryType()),
+            StructField("ingest_batch_id", LongType()),
+            StructField("ingested_at", TimestampType()),
+        ]
+    )
+    expected = spark.createDataFrame(
+        [(OFFSETS, 2, 10, _ts(T0), bytearray(k1), bytearray(v1), 5, _ts(T0 + 99))],
+        expected_schema,
+    )
+    assert_df_equality(bronze.select(*expected_schema.names), expected, ignore_nullable=True)
+    assert bronze.columns == [c.name for c in catalogue.RAW_RECORDS.written_columns]
+
+
+def test_group_metadata_silver_rows_are_the_flattened_struct(
+    spark: SparkSession, sample: DataFrame
+) -> None:
+    silver = dec.silver_frame(
+        dec.decode(sample), catalogue.GROUP_METADATA_EVENTS, {"ingest_batch_id": F.lit(3)}
+    )
+    assert silver.columns == [c.name for c in catalogue.GROUP_METADATA_EVENTS.written_columns]
+    member = StructType(
+        [
+            StructField("member_id", StringType()),
+            StructField("client_host", StringType()),
+            StructField("subscribed_topics", ArrayType(StringType())),
+            StructField(
+                "assigned_partitions",
+                ArrayType(
+                    StructType(
+                        [
+                            StructField("topic", StringType()),
+                            StructField("partition", IntegerType()),
+                        ]
+                    )
+                ),
+            ),
+        ]
+    )
+    expected_schema = StructType(
+        [
+            StructField("internal_topic", StringType()),
+            StructField("record_partition", IntegerType()),
+            StructField("record_offset", LongType()),
+            StructField("record_timestamp", TimestampType()),
+            StructField("record_type", ShortType()),
+            StructField("value_version", ShortType()),
+            StructField("group_id", StringType()),
+            StructField("generation", IntegerType()),
+            StructField("leader", StringType()),
+            StructField("members", ArrayType(member)),
+            StructField("ingest_batch_id", LongType()),
+        ]
+    )
+    expected = spark.createDataFrame(
+        [
+            (
+                OFFSETS,
+                2,
+                12,
+                _ts(T0 + 2),
+                2,
+                3,
+                "g1",
+                7,
+                "m-1",
+                [("m-1", "/10.0.0.1", ["orders"], [("orders", 0), ("orders", 1)])],
+                3,
+            )
+        ],
+        expected_schema,
+    )
+    actual = silver.select(
+        *[c for c in expected_schema.names if c != "members"][:-1],
+        F.transform(
+            "members",
+            lambda m: F.struct(
+                m["member_id"].alias("member_id"),
+                m["client_host"].alias("client_host"),
+                m["subscribed_topics"].alias("subscribed_topics"),
+                m["assigned_partitions"].alias("assigned_partitions"),
+            ),
+        ).alias("members"),
+        "ingest_batch_id",
+    )
+    assert_df_equality(actual, expected, ignore_nullable=True)
+
+
+def test_quarantine_rows_carry_bytes_coordinates_error_and_disposition(
+    spark: SparkSession, sample: DataFrame
+) -> None:
+    q = dec.silver_frame(dec.decode(sample), catalogue.QUARANTINE, {"ingest_batch_id": F.lit(1)})
+    k1, v1 = _commit("g1", 0, 42, T0)
+    expected_schema = StructType(
+        [
+            StructField("record_offset", LongType()),
+            StructField("kind", StringType()),
+            StructField("error_class", StringType()),
+            StructField("field_path", StringType()),
+            StructField("key", BinaryType()),
+            StructField("value", BinaryType()),
+            StructField("disposition", StringType()),
+        ]
+    )
+    expected = spark.createDataFrame(
+        [
+            (
+                14,
+                "error",
+                "TruncatedError",
+                "value.offset",
+                bytearray(k1),
+                bytearray(v1[:5]),
+                catalogue.QUARANTINED,
+            )
+        ],
+        expected_schema,
+    )
+    assert_df_equality(q.select(*expected_schema.names), expected, ignore_nullable=True)
+    row = q.collect()[0]
+    assert row["byte_offset"] == 2  # the offset field starts after the int16 version
+    assert row["error_message"]
+
+
+def test_offset_commit_rows_of_plain_commits_are_committed_as_read(
+    spark: SparkSession, sample: DataFrame
+) -> None:
+    rows = ingest.with_timestamps(
+        ingest.commit_rows_ms(dec.decode(sample), read_committed_source=False)
+    )
+    assert rows.columns == [c.name for c in catalogue.spec("offset_commits").written_columns]
+    expected_schema = StructType(
+        [
+            StructField("group_id", StringType()),
+            StructField("partition", IntegerType()),
+            StructField("offset", LongType()),
+            StructField("leader_epoch", IntegerType()),
+            StructField("commit_timestamp", TimestampType()),
+            StructField("is_tombstone", BooleanType()),
+            StructField("record_offset", LongType()),
+            StructField("transactional", BooleanType()),
+            StructField("producer_id", LongType()),
+            StructField("status", StringType()),
+            StructField("resolved_by", StringType()),
+            StructField("effective_at", TimestampType()),
+        ]
+    )
+    expected = spark.createDataFrame(
+        [
+            (
+                "g1",
+                0,
+                42,
+                3,
+                _ts(T0),
+                False,
+                10,
+                False,
+                None,
+                "committed",
+                "non_transactional",
+                _ts(T0),
+            ),
+            ("g1", 1, None, -1, None, True, 11, False, None, "committed", "tombstone", _ts(T0 + 1)),
+        ],
+        expected_schema,
+    )
+    assert_df_equality(
+        rows.select(*expected_schema.names), expected, ignore_row_order=True, ignore_nullable=True
+    )
+    # The transactional one is left to the offsets fold (it is pending until its marker).
+    txn = ingest.commit_rows_ms(dec.decode(sample), read_committed_source=False, transactional=True)
+    assert [(r["record_offset"], r["producer_id"]) for r in txn.collect()] == [(13, 77)]
+
+
+def test_kafka_source_commits_are_resolved_by_the_read_committed_source(
+    spark: SparkSession, sample: DataFrame
+) -> None:
+    rows = ingest.commit_rows_ms(dec.decode(sample), read_committed_source=True)
+    by_offset = {r["record_offset"]: r["resolved_by"] for r in rows.collect()}
+    assert by_offset == {10: "read_committed_source", 11: "tombstone"}
+
+
+def test_kafka_rows_map_mirror_topics_to_their_internal_kind(spark: SparkSession) -> None:
+    kafka_like = spark.createDataFrame(
+        [
+            ("mirror.offsets", 0, 5, _ts(T0), b"k", b"v"),
+            ("mirror.txn", 1, 6, _ts(T0 + 1), b"k", None),
+        ],
+        "topic string, partition int, offset bigint, timestamp timestamp, key binary, value binary",
+    )
+    rows = sources.from_kafka_rows(
+        kafka_like, sources.topic_kinds("mirror.offsets", "mirror.txn")
+    ).collect()
+    assert [(r["topic"], r["source_topic"], r["timestamp"], r["producer_id"]) for r in rows] == [
+        ("__consumer_offsets", "mirror.offsets", T0, -1),
+        ("__transaction_state", "mirror.txn", T0 + 1, -1),
+    ]
+    assert rows[1]["value"] is None
+
+
+def test_segment_directory_batch_read_is_every_internal_record(
+    spark: SparkSession, offsetscope_config: config.Config, tmp_path: Path
+) -> None:
+    with SyntheticLog(tmp_path, Workload()) as log:
+        truth = log.run(6)
+    df = sources.read_segments(spark, offsetscope_config, str(tmp_path))
+    assert_schema_equality(df.schema, sources.source_spark_schema(), ignore_nullable=True)
+    cache = logdir.LogEndCache()
+    expected_rows = [
+        row
+        for d in logdir.partition_dirs(tmp_path, [OFFSETS, "__transaction_state"])
+        for batch in logdir.read_range(
+            logdir.RangeRequest(d, d.topic, 0, cache.log_end_offset(d)), catalogue.SOURCE_SCHEMA
+        )
+        for row in batch.to_pylist()
+    ]
+    expected = spark.createDataFrame(
+        pa.Table.from_pylist(expected_rows, schema=catalogue.SOURCE_SCHEMA),
+        schema=sources.source_spark_schema(),
+    )
+    assert_df_equality(df, expected, ignore_row_order=True, ignore_nullable=True)
+    assert df.count() == truth.records
