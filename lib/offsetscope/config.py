@@ -34,7 +34,88 @@ class InvalidConfigError(ValueError):
         self.key_path = key_path
 
 
+# A secret reference: ``env:NAME`` (an environment variable) or ``secret:scope/key`` (a
+# Databricks secret scope; scope and key names as Databricks allows them). Parsed here so the
+# loader can refuse literal secrets; resolved only by :mod:`offsetscope.secrets`, at the edge.
+SECRET_REFERENCE = re.compile(
+    r"^(?:env:(?P<env>[A-Za-z_][A-Za-z0-9_]*)"
+    r"|secret:(?P<scope>[A-Za-z0-9_.@-]{1,128})/(?P<key>[A-Za-z0-9_.-]{1,128}))$"
+)
+
+
+def require_reference(key_path: str, value: str) -> None:
+    """Refuse a secret written as a literal value (the message never repeats the value).
+
+    Raises:
+        InvalidConfigError: ``value`` is neither empty nor a secret reference.
+    """
+    if value and not SECRET_REFERENCE.match(value):
+        raise InvalidConfigError(
+            key_path,
+            "holds a secret, so it must be a reference (env:NAME or secret:scope/key), not a"
+            " literal value",
+        )
+
+
 # --------------------------------------------------------------------------- sections
+
+
+_KAFKA_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaSecurityConfig:
+    """How offsetscope authenticates to a cluster, once for every client it builds.
+
+    :mod:`offsetscope.secrets` maps these settings to the Java client's properties (Spark's
+    Kafka source, ``kafka.`` prefix) and to librdkafka's (confluent-kafka AdminClient). Settings
+    holding a secret are references (``env:NAME``, ``secret:scope/key``), never literals.
+    """
+
+    protocol: str = "PLAINTEXT"  # PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL
+    sasl_mechanism: str = ""  # PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512 | OAUTHBEARER
+    sasl_username: str = ""
+    sasl_password: str = ""  # reference
+    # OAUTHBEARER with OIDC client credentials (KIP-768).
+    oauth_token_endpoint_url: str = ""
+    oauth_client_id: str = ""
+    oauth_client_secret: str = ""  # reference
+    oauth_scope: str = ""
+    # PEM files. The keystore (mTLS) holds the private key (PKCS#8) and the certificate chain
+    # in one file, the one form both clients read.
+    ssl_ca_location: str = ""
+    ssl_keystore_location: str = ""
+    ssl_key_password: str = ""  # reference
+    ssl_endpoint_identification: bool = True
+    # Prefix of the Java client's class names in sasl.jaas.config: "" for Apache Kafka's
+    # client (Spark), "kafkashaded." for the Databricks runtime's shaded copy.
+    java_class_prefix: str = ""
+
+    def __post_init__(self) -> None:
+        if self.protocol not in _KAFKA_PROTOCOLS:
+            raise InvalidConfigError("protocol", f"must be one of {', '.join(_KAFKA_PROTOCOLS)}")
+        sasl = self.protocol.startswith("SASL_")
+        if sasl and self.sasl_mechanism not in _SASL_MECHANISMS:
+            raise InvalidConfigError(
+                "sasl_mechanism", f"{self.protocol} needs one of {', '.join(_SASL_MECHANISMS)}"
+            )
+        if not sasl and self.sasl_mechanism:
+            raise InvalidConfigError("sasl_mechanism", f"{self.protocol} does not use SASL")
+        for key in ("sasl_password", "oauth_client_secret", "ssl_key_password"):
+            require_reference(key, getattr(self, key))
+        needs: tuple[str, ...] = ()
+        if self.sasl_mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+            needs = ("sasl_username", "sasl_password")
+        elif self.sasl_mechanism == "OAUTHBEARER":
+            needs = ("oauth_token_endpoint_url", "oauth_client_id", "oauth_client_secret")
+        for key in needs:
+            if not getattr(self, key):
+                raise InvalidConfigError(key, f"{self.sasl_mechanism} needs it")
+        if not self.protocol.endswith("SSL"):
+            for key in ("ssl_ca_location", "ssl_keystore_location", "ssl_key_password"):
+                if getattr(self, key):
+                    raise InvalidConfigError(key, f"{self.protocol} does not use TLS")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +131,10 @@ class KafkaSourceConfig:
     # Compaction removes records under a stale checkpoint; the pipeline audits what it skipped.
     fail_on_data_loss: bool = False
     isolation_level: str = "read_committed"
+    # Spark's consumer-based offset reader joins consumer groups named <prefix>-<uuid>-...; the
+    # principal needs READ on groups with this prefix (docs/security.md).
+    group_id_prefix: str = "offsetscope-ingest"
+    security: KafkaSecurityConfig = field(default_factory=KafkaSecurityConfig)
     # Extra consumer properties passed through verbatim (security settings, timeouts).
     # Values may be secret references ("env:NAME").
     options: Mapping[str, str] = field(default_factory=dict)
@@ -95,6 +180,9 @@ class SourcesConfig:
             raise InvalidConfigError("kind", f"must be 'kafka' or 'segments', not {self.kind!r}")
 
 
+_UMASK = re.compile(r"^0?[0-7]{3}$")
+
+
 @dataclass(frozen=True, slots=True)
 class StorageConfig:
     """Where tables and checkpoints live, and the catalog schema they are registered in."""
@@ -104,6 +192,13 @@ class StorageConfig:
     warehouse_dir: str = ".work/warehouse"
     checkpoint_dir: str = ".work/checkpoints"
     metastore_dir: str = ".work/metastore"
+    # Octal umask for everything written locally (tables, checkpoints, metastore): applied to
+    # the process and to Hadoop's fs.permissions.umask-mode. "027": no access for others.
+    umask: str = "027"
+
+    def __post_init__(self) -> None:
+        if not _UMASK.match(self.umask):
+            raise InvalidConfigError("umask", f"{self.umask!r} is not an octal umask like '027'")
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +281,8 @@ class SparkConfig:
     conf: Mapping[str, str] = field(default_factory=dict)
 
 
+# SCRAM user names: no "," or "=" (they would need escaping in the SCRAM exchange).
+_USER_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 _HEAP_SIZE = re.compile(r"^[1-9][0-9]*[kKmMgG]$")
 
 
@@ -233,6 +330,11 @@ class BrokerConfig:
     auto_create_topics: bool = False  # auto.create.topics.enable
     startup_timeout_s: float = 60.0
     stop_timeout_s: float = 30.0
+    # The client listener: "PLAINTEXT", or "SASL_PLAINTEXT" (SCRAM-SHA-512 logins, Kafka's
+    # StandardAuthorizer with ACLs, no access without one, ``super_user`` as the harness's own
+    # principal with a password generated per data folder).
+    listener_security: str = "PLAINTEXT"
+    super_user: str = "admin"
     properties: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -251,6 +353,10 @@ class BrokerConfig:
                 raise InvalidConfigError(key, "must be at least 1")
         if self.startup_timeout_s <= 0 or self.stop_timeout_s <= 0:
             raise InvalidConfigError("startup_timeout_s", "timeouts must be positive")
+        if self.listener_security not in ("PLAINTEXT", "SASL_PLAINTEXT"):
+            raise InvalidConfigError("listener_security", "must be 'PLAINTEXT' or 'SASL_PLAINTEXT'")
+        if not _USER_NAME.match(self.super_user):
+            raise InvalidConfigError("super_user", f"{self.super_user!r} is not a plain user name")
 
 
 @dataclass(frozen=True, slots=True)

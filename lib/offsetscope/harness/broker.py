@@ -18,6 +18,9 @@ default)::
     ports.json          cluster id and ports; kept with the data, so a restart keeps its
                         controller endpoint (``format --standalone`` records it in the quorum)
     broker.json         pid and endpoints while the broker runs; removed when it stops
+    credentials.json    secured brokers only: the super user's generated password (mode 0600)
+    logs/authorizer.log secured brokers only: every authorization decision (allowed: DEBUG,
+                        denied: INFO), from kafka.authorizer.logger
 
 Ports: unless configured, two free loopback ports are chosen at the first start, so two
 checkouts (or two test runs) on one machine never collide. A port taken between choosing it
@@ -32,6 +35,29 @@ Stopping sends SIGTERM (Kafka's controlled shutdown), then SIGKILL after ``stop_
 Only a process whose command line is this work folder's ``kafka.Kafka`` is ever signalled.
 A broker started by a test process can be tied to it (``tie_to_parent``): Linux then sends it
 SIGTERM when that process dies, however it dies.
+
+Security (``listener_security = "SASL_PLAINTEXT"``): the client and inter-broker listener
+takes SCRAM-SHA-512 logins only, and Kafka's ``StandardAuthorizer`` allows nothing without an
+ACL (``allow.everyone.if.no.acl.found=false``) except to ``super_user``::
+
+    listeners=SASL_PLAINTEXT://host:port,CONTROLLER://host:controller_port
+    listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
+    sasl.enabled.mechanisms=SCRAM-SHA-512
+    sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
+    listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=...ScramLoginModule <super user>
+    sasl.mechanism.controller.protocol=PLAIN
+    listener.name.controller.sasl.enabled.mechanisms=PLAIN
+    listener.name.controller.plain.sasl.jaas.config=...PlainLoginModule <super user>
+    authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+    super.users=User:<super_user>
+
+SCRAM credentials live in the cluster metadata, which a controller has not read when it starts,
+so the controller listener uses PLAIN with the password in its JAAS line (Kafka's KRaft
+security docs do the same) and the super user's SCRAM credential is written at format time
+(``StorageTool format --add-scram SCRAM-SHA-512=[name=...,password=...]``, KIP-900). The
+password is generated once per data folder. Other users and their ACLs are created at run time
+with the AdminClient (:mod:`offsetscope.harness.acls`). SCRAM over plaintext is only for
+loopback: the password never crosses the wire, but everything else does.
 
 Command line (``make kafka-up`` / ``kafka-down`` / ``kafka-status``)::
 
@@ -49,6 +75,7 @@ import ctypes
 import dataclasses
 import json
 import os
+import secrets as random_secrets
 import shutil
 import signal
 import socket
@@ -57,7 +84,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -72,6 +99,7 @@ from offsetscope.harness.jvm import (
     resolve_path,
     tools_log4j_config,
 )
+from offsetscope.secrets import jaas_config
 
 NODE_ID = 1
 _READY_LINE = "Kafka Server started"
@@ -81,6 +109,28 @@ _TAIL_LINES = 60
 _POLL_S = 0.1
 # Linux prctl(2) option: signal to deliver to this process when its parent thread dies.
 _PR_SET_PDEATHSIG = 1
+
+PLAINTEXT = "PLAINTEXT"
+SASL_PLAINTEXT = "SASL_PLAINTEXT"
+SCRAM_MECHANISM = "SCRAM-SHA-512"
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+_SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule"
+_PLAIN_LOGIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
+# Added to the broker's Log4j2 configuration (a composite configuration) when the authorizer is
+# on: the decisions go to their own file, allowed ones included, so tests can read what a
+# principal did.
+_AUTHORIZER_LOG4J = """\
+appender.authorizer.type = File
+appender.authorizer.name = AUTHORIZER
+appender.authorizer.fileName = ${sys:kafka.logs.dir}/authorizer.log
+appender.authorizer.append = true
+appender.authorizer.layout.type = PatternLayout
+appender.authorizer.layout.pattern = [%d{ISO8601}{UTC}] %p %m%n
+logger.authorizer.name = kafka.authorizer.logger
+logger.authorizer.level = DEBUG
+logger.authorizer.additivity = false
+logger.authorizer.appenderRef.authorizer.ref = AUTHORIZER
+"""
 
 
 class BrokerError(RuntimeError):
@@ -134,8 +184,32 @@ class BrokerPaths:
         return self.root / "broker.json"
 
     @property
+    def credentials_file(self) -> Path:
+        return self.root / "credentials.json"
+
+    @property
+    def authorizer_log(self) -> Path:
+        return self.logs_dir / "authorizer.log"
+
+    @property
+    def authorizer_log4j(self) -> Path:
+        return self.root / "log4j2-authorizer.properties"
+
+    @property
     def formatted(self) -> bool:
         return (self.data_dir / "meta.properties").is_file()
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """A SCRAM user and its password (the password is left out of ``repr``)."""
+
+    user: str
+    password: str = field(repr=False)
+
+    @property
+    def principal(self) -> str:
+        return f"User:{self.user}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,8 +260,18 @@ def tail(path: Path, lines: int = _TAIL_LINES, *, start: int = 0) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def server_properties(cfg: BrokerConfig, paths: BrokerPaths, ends: Endpoints) -> dict[str, str]:
-    """The broker's ``server.properties`` for this configuration, as an ordered mapping."""
+def server_properties(
+    cfg: BrokerConfig,
+    paths: BrokerPaths,
+    ends: Endpoints,
+    credentials: Credentials | None = None,
+) -> dict[str, str]:
+    """The broker's ``server.properties`` for this configuration, as an ordered mapping.
+
+    Raises:
+        ValueError: a secured broker (``listener_security = "SASL_PLAINTEXT"``) without
+            ``credentials`` for its super user.
+    """
     host = ends.host
     props = {
         "process.roles": "broker,controller",
@@ -233,14 +317,74 @@ def server_properties(cfg: BrokerConfig, paths: BrokerPaths, ends: Endpoints) ->
         "log.cleaner.dedupe.buffer.size": str(cfg.log_cleaner_dedupe_buffer_bytes),
         "auto.create.topics.enable": str(cfg.auto_create_topics).lower(),
     }
+    if cfg.listener_security == SASL_PLAINTEXT:
+        if credentials is None:
+            raise ValueError("a SASL_PLAINTEXT broker needs its super user's credentials")
+        props.update(_security_properties(cfg, ends, credentials))
     props.update(cfg.properties)
     return props
+
+
+def _security_properties(
+    cfg: BrokerConfig, ends: Endpoints, credentials: Credentials
+) -> dict[str, str]:
+    # See the module docstring: SCRAM for clients and the inter-broker listener, PLAIN for the
+    # controller listener (SCRAM credentials are not readable before the metadata log is).
+    host = ends.host
+    user, password = credentials.user, credentials.password
+    return {
+        "listeners": (
+            f"{SASL_PLAINTEXT}://{host}:{ends.port},CONTROLLER://{host}:{ends.controller_port}"
+        ),
+        "advertised.listeners": f"{SASL_PLAINTEXT}://{host}:{ends.port}",
+        "inter.broker.listener.name": SASL_PLAINTEXT,
+        "listener.security.protocol.map": (
+            f"CONTROLLER:{SASL_PLAINTEXT},{SASL_PLAINTEXT}:{SASL_PLAINTEXT}"
+        ),
+        "sasl.enabled.mechanisms": SCRAM_MECHANISM,
+        "sasl.mechanism.inter.broker.protocol": SCRAM_MECHANISM,
+        f"listener.name.{SASL_PLAINTEXT.lower()}.{SCRAM_MECHANISM.lower()}.sasl.jaas.config": (
+            jaas_config(_SCRAM_LOGIN, {"username": user, "password": password})
+        ),
+        "sasl.mechanism.controller.protocol": "PLAIN",
+        "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.controller.plain.sasl.jaas.config": jaas_config(
+            _PLAIN_LOGIN, {"username": user, "password": password, f"user_{user}": password}
+        ),
+        "authorizer.class.name": STANDARD_AUTHORIZER,
+        "super.users": credentials.principal,
+        "allow.everyone.if.no.acl.found": "false",
+    }
+
+
+def client_config(bootstrap: str, credentials: Credentials | None, **extra: str) -> dict[str, str]:
+    """librdkafka settings for a client of a harness broker, logged in as ``credentials``
+    (None: a PLAINTEXT broker)."""
+    conf = {"bootstrap.servers": bootstrap}
+    if credentials is not None:
+        conf |= {
+            "security.protocol": SASL_PLAINTEXT.lower(),
+            "sasl.mechanisms": SCRAM_MECHANISM,
+            "sasl.username": credentials.user,
+            "sasl.password": credentials.password,
+        }
+    return conf | extra
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to a file only its owner can read (it may hold passwords)."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    tmp.chmod(0o600)  # an existing file keeps its old mode through O_CREAT
+    tmp.replace(path)
 
 
 def _write_properties(path: Path, props: Mapping[str, str]) -> None:
     lines = ["# Generated by offsetscope.harness.broker from conf/ [broker]; edits are lost."]
     lines += [f"{key}={value}" for key, value in props.items()]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _write_private(path, "\n".join(lines) + "\n")
 
 
 def _read_json(path: Path) -> dict[str, object] | None:
@@ -255,6 +399,13 @@ def _write_json(path: Path, data: Mapping[str, object]) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     tmp.replace(path)
+
+
+def _load_credentials(paths: BrokerPaths) -> Credentials | None:
+    data = _read_json(paths.credentials_file)
+    if data is None:
+        return None
+    return Credentials(str(data["user"]), str(data["password"]))
 
 
 def _load_endpoints(paths: BrokerPaths) -> Endpoints | None:
@@ -308,12 +459,13 @@ def _log_contains(path: Path, needle: str, start: int) -> bool:
         return False
 
 
-def _metadata_ready(bootstrap: str, timeout_s: float) -> bool:
+def _metadata_ready(bootstrap: str, timeout_s: float, credentials: Credentials | None) -> bool:
     # Imported here: confluent-kafka is only needed once a broker is actually started.
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    conf: dict[str, str | int | float | bool] = {**client_config(bootstrap, credentials)}
+    admin = AdminClient(conf | {"log_level": 0})
     try:
         metadata = admin.list_topics(timeout=timeout_s)
     except KafkaException:
@@ -339,20 +491,45 @@ class BrokerHandle:
         endpoints: Endpoints,
         pid: int,
         process: subprocess.Popen[bytes] | None = None,
+        credentials: Credentials | None = None,
     ) -> None:
         self.config = config
         self.paths = paths
         self.endpoints = endpoints
         self.pid = pid
         self._process = process
+        self.credentials = credentials
 
     def __repr__(self) -> str:
         return f"BrokerHandle(bootstrap={self.bootstrap!r}, pid={self.pid}, root={self.root})"
 
     @property
     def bootstrap(self) -> str:
-        """``host:port`` of the PLAINTEXT listener, for ``bootstrap.servers``."""
+        """``host:port`` of the client listener, for ``bootstrap.servers``."""
         return self.endpoints.bootstrap
+
+    @property
+    def secured(self) -> bool:
+        """True if clients must log in (SCRAM-SHA-512) and ACLs apply."""
+        return self.credentials is not None
+
+    @property
+    def super_user(self) -> Credentials | None:
+        """The harness's own principal on a secured broker (a super user), else None."""
+        return self.credentials
+
+    def client_config(self, user: Credentials | None = None, **extra: str) -> dict[str, str]:
+        """librdkafka settings to reach this broker as ``user`` (default: the super user).
+
+        ``extra`` adds settings whose names are Python identifiers (``client_id="x"``); merge
+        dotted names into the returned mapping.
+        """
+        return client_config(self.bootstrap, user or self.credentials, **extra)
+
+    @property
+    def authorizer_log(self) -> Path:
+        """Every authorization decision of a secured broker (see the module docstring)."""
+        return self.paths.authorizer_log
 
     @property
     def port(self) -> int:
@@ -482,7 +659,32 @@ class Broker:
         if not _is_our_broker(pid, self.paths):
             self.paths.state_file.unlink(missing_ok=True)
             return None
-        return BrokerHandle(self.config, self.paths, ends, pid)
+        return BrokerHandle(
+            self.config, self.paths, ends, pid, credentials=_load_credentials(self.paths)
+        )
+
+    @property
+    def secured(self) -> bool:
+        return self.config.listener_security == SASL_PLAINTEXT
+
+    def _credentials(self) -> Credentials | None:
+        """The super user of a secured broker: kept with the data, generated with it."""
+        if not self.secured:
+            return None
+        saved = _load_credentials(self.paths)
+        if saved is not None and saved.user == self.config.super_user:
+            return saved
+        if self.paths.formatted:
+            raise BrokerError(
+                f"{self.paths.data_dir} was formatted without SCRAM credentials for"
+                f" {self.config.super_user!r}; start fresh (--fresh) to secure it"
+            )
+        created = Credentials(self.config.super_user, random_secrets.token_urlsafe(24))
+        _write_private(
+            self.paths.credentials_file,
+            json.dumps({"user": created.user, "password": created.password}) + "\n",
+        )
+        return created
 
     def start(self, *, fresh: bool = False, tie_to_parent: bool = False) -> BrokerHandle:
         """Format (first time) and start the broker, and wait until it serves metadata.
@@ -549,7 +751,7 @@ class Broker:
         return Endpoints(cfg.host, port, controller, new_cluster_id())
 
     def _java(
-        self, cp: str, main_class: str, *args: str, log4j: Path, short_lived: bool = False
+        self, cp: str, main_class: str, *args: str, log4j: Path | str, short_lived: bool = False
     ) -> list[str]:
         # A one-shot tool spends its life starting up; C1-only compilation starts ~25% faster.
         jit = ["-XX:TieredStopAtLevel=1"] if short_lived else []
@@ -567,7 +769,15 @@ class Broker:
             *args,
         ]
 
-    def _format(self, cp: str, ends: Endpoints) -> None:
+    def _format(self, cp: str, ends: Endpoints, credentials: Credentials | None) -> None:
+        scram: list[str] = []
+        if credentials is not None:
+            # KIP-900: the super user's SCRAM credential goes into the bootstrap metadata, so
+            # the inter-broker listener can log in before any AdminClient could create it.
+            scram = [
+                "--add-scram",
+                f"{SCRAM_MECHANISM}=[name={credentials.user},password={credentials.password}]",
+            ]
         cmd = self._java(
             cp,
             "kafka.tools.StorageTool",
@@ -577,6 +787,7 @@ class Broker:
             ends.cluster_id,
             "--config",
             str(self.paths.properties),
+            *scram,
             log4j=tools_log4j_config(),
             short_lived=True,
         )
@@ -589,11 +800,12 @@ class Broker:
             )
 
     def _start_once(self, cp: str, ends: Endpoints, *, tie_to_parent: bool) -> BrokerHandle:
-        props = server_properties(self.config, self.paths, ends)
+        credentials = self._credentials()
+        props = server_properties(self.config, self.paths, ends, credentials)
         _write_properties(self.paths.properties, props)
         if not self.paths.formatted:
             self.paths.data_dir.mkdir(parents=True, exist_ok=True)
-            self._format(cp, ends)
+            self._format(cp, ends, credentials)
         _write_json(
             self.paths.ports_file,
             {
@@ -604,7 +816,12 @@ class Broker:
             },
         )
         log_start = self.paths.server_log.stat().st_size if self.paths.server_log.exists() else 0
-        cmd = self._java(cp, "kafka.Kafka", str(self.paths.properties), log4j=broker_log4j_config())
+        log4j = str(broker_log4j_config())
+        if credentials is not None:
+            self.paths.authorizer_log4j.write_text(_AUTHORIZER_LOG4J, encoding="utf-8")
+            # Log4j2 merges a comma-separated list of files into one composite configuration.
+            log4j = f"{log4j},{self.paths.authorizer_log4j}"
+        cmd = self._java(cp, "kafka.Kafka", str(self.paths.properties), log4j=log4j)
         preexec: Callable[[], None] | None = None
         if tie_to_parent and sys.platform.startswith("linux"):
             preexec = _tie_to_parent
@@ -620,7 +837,9 @@ class Broker:
                 start_new_session=True,
                 preexec_fn=preexec,  # noqa: PLW1509
             )
-        handle = BrokerHandle(self.config, self.paths, ends, process.pid, process)
+        handle = BrokerHandle(
+            self.config, self.paths, ends, process.pid, process, credentials=credentials
+        )
         _write_json(
             self.paths.state_file,
             {"pid": process.pid, "bootstrap": ends.bootstrap, "started_by": os.getpid()},
@@ -645,7 +864,7 @@ class Broker:
                 )
             if not started:
                 started = _log_contains(self.paths.server_log, _READY_LINE, log_start)
-            if started and _metadata_ready(handle.bootstrap, timeout_s=2.0):
+            if started and _metadata_ready(handle.bootstrap, 2.0, handle.credentials):
                 return
             if time.monotonic() >= deadline:
                 raise BrokerStartError(
@@ -778,6 +997,11 @@ def _describe(handle: BrokerHandle) -> Iterator[str]:
     yield f"controller={handle.endpoints.host}:{handle.controller_port}"
     yield f"pid={handle.pid}"
     yield f"cluster_id={handle.cluster_id}"
+    if handle.credentials is not None:
+        yield (
+            f"security={SASL_PLAINTEXT} {SCRAM_MECHANISM}, super user {handle.credentials.user}"
+            f" (password in {handle.paths.credentials_file})"
+        )
     yield f"log_dir={handle.log_dir}"
     yield f"server_log={handle.server_log}"
 
