@@ -39,3 +39,16 @@ def test_another_seed_changes_the_run(tmp_path: Path) -> None:
     # Member ids (their random part) come from the seed: the GroupMetadata records differ.
     offsets = [k for k in a if k.startswith("__consumer_offsets-") and k.endswith(".log")]
     assert any(a[k] != b[k] for k in offsets)
+
+
+def test_parallel_writers_write_the_same_bytes(tmp_path: Path) -> None:
+    from offsetscope.scenarios.engine import simulate
+    from offsetscope.scenarios.logdir import write_log_dir
+    from offsetscope.scenarios.spec import load_scenario
+
+    scenario = load_scenario("cooperative")
+    logs = simulate(scenario).cluster.logs
+    one = write_log_dir(logs, tmp_path / "one", scenario.log, seed=scenario.seed)
+    two = write_log_dir(logs, tmp_path / "two", scenario.log, seed=scenario.seed, workers=2)
+    assert one == two
+    assert _digest(tmp_path / "one") == _digest(tmp_path / "two")

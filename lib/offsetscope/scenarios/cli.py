@@ -20,6 +20,7 @@ could not be written, 2 bad usage.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -152,7 +153,12 @@ def simulate_to(
         )
     ]
     if out is not None:
-        written = write_log_dir(result.cluster.logs, out, spec.log, seed=spec.seed, replace=replace)
+        # Big logs are written by two processes (the bytes are the same either way).
+        total = sum(len(b.records) for log in result.cluster.logs for b in log.batches)
+        workers = min(2, os.cpu_count() or 1) if total > 200_000 else 1
+        written = write_log_dir(
+            result.cluster.logs, out, spec.log, seed=spec.seed, replace=replace, workers=workers
+        )
         records = sum(w.records for w in written)
         segments = sum(w.segments for w in written)
         parts.append(f"{records} records in {len(written)} partitions ({segments} segments)")
