@@ -751,12 +751,46 @@ def kafka_access(
         if failures:
             raise _login_error(k, during, failures[-1]) from None
         error = access_error(exc, k, during, topics=topics, data_topics=data_topics)
+        if error is None and isinstance(admin, KafkaAdmin) and topics:
+            error = _hidden_topics(admin, exc, k, during, topics, data_topics)
         if error is not None:
             raise error from None
         scrubbed = redaction.scrub(exc)
         if scrubbed is not None:
             raise scrubbed from None
         raise
+
+
+# librdkafka's answers for a topic it cannot see: without DESCRIBE a topic is left out of
+# metadata, so a call about it fails as if the topic did not exist.
+_NOT_FOUND = re.compile(r"_NOENT|UNKNOWN_TOPIC|No leaders found|Unknown topic")
+
+
+def _hidden_topics(
+    admin: KafkaAdmin,
+    exc: BaseException,
+    k: KafkaSourceConfig,
+    during: str,
+    topics: Sequence[str],
+    data_topics: Sequence[str],
+) -> KafkaAccessError | None:
+    """Tell "no such topic" from "not allowed to see it": DescribeTopics by name answers
+    TOPIC_AUTHORIZATION_FAILED for a topic that exists but is hidden from the principal."""
+    if not _NOT_FOUND.search(str(exc)):
+        return None
+    refused = []
+    futures = admin.describe_topics(TopicCollection(list(topics)), request_timeout=10.0)
+    for name, future in futures.items():
+        try:
+            future.result()
+        except KafkaException as probe:
+            if probe.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                refused.append(name)
+    if not refused:
+        return None
+    missing = list(dict.fromkeys(r for n in refused for r in _rules_for(k, TOPIC, n, data_topics)))
+    detail = _first_line(redaction.redact(str(exc)))
+    return KafkaAccessError(_missing_message(k, during, missing, detail), missing, detail)
 
 
 def _authorized(description: Any) -> set[str]:
