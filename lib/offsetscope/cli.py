@@ -110,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Modules that add sub-commands through ``register(subparsers)`` (simulate, sql, jobs); imported
 # lazily so that ``decode`` never pays for Spark.
-EXTENSIONS: tuple[str, ...] = ("offsetscope.scenarios.cli",)
+EXTENSIONS: tuple[str, ...] = ("offsetscope.scenarios.cli", "offsetscope.spark.cli")
 
 
 def _extensions() -> list[Callable[[Any], None]]:

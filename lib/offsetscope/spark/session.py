@@ -29,6 +29,8 @@ Then ``spark.conf`` from the configuration, then ``extra_conf`` (the caller's la
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -142,6 +144,12 @@ def build_session(
         SparkJarsMissingError: the local jar folder is missing or incomplete.
     """
     conf = session_conf(cfg, app_name=app_name, extra_conf=extra_conf)
+    if "spark.pyspark.python" not in conf:
+        # Python workers (UDFs, mapInArrow, Python data sources) must run this interpreter --
+        # the environment where offsetscope and pyarrow live -- not whatever `python3` is first
+        # on PATH; PySpark reads the choice from the environment of the driver process.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     _resolve(cfg.storage.metastore_dir).mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder
     for key, value in conf.items():
