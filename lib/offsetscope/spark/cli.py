@@ -12,7 +12,8 @@ characters per cell). ``ingest`` runs the ingest query with ``[pipeline]``'s tri
 one progress line per micro-batch.
 
 Exit codes: 0 success, 1 the query failed (Spark's message on stderr), 2 bad usage. Registered by
-:mod:`offsetscope.cli` through :func:`register`; nothing here starts a JVM until a command runs.
+:mod:`offsetscope.cli` through :func:`register` (and runnable alone: ``python -m
+offsetscope.spark.cli sql ...``); nothing here starts a JVM until a command runs.
 """
 
 from __future__ import annotations
@@ -122,3 +123,16 @@ def _ingest(args: argparse.Namespace) -> int:
     total = sum(r.rows_in for r in reports)
     print(f"ingest: {len(reports)} micro-batches, {total} records")
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """These sub-commands on their own (``python -m offsetscope.spark.cli``)."""
+    parser = argparse.ArgumentParser(prog="offsetscope")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    code: int = args.handler(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

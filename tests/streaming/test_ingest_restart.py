@@ -1,0 +1,272 @@
+"""The ingest pipeline end to end on a segment directory: what lands in every table, a restart
+after a batch failed half-way, and a replayed batch id.
+
+One synthetic log (three consumer groups rebalancing and committing, two transactional producers
+committing and aborting, data partitions with transactional records and markers) is ingested
+twice, into two schemas:
+
+* **interrupted**: the first part of the log is ingested and the query stops; the log grows; the
+  next query fails one micro-batch after all its table writes and before its fold state is
+  saved; a third query restarts from the checkpoint and replays that batch;
+* **uninterrupted**: the whole log in one query.
+
+Every table must hold the same rows in both (except what depends on when batches ran: ingest
+batch ids and times, the audit, and lag samples other than the final one), and the facts the
+generator wrote must be in the history tables.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from chispa import assert_df_equality
+from delta.tables import DeltaTable
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import MapType
+
+from offsetscope import config
+from offsetscope.pipelines import ingest
+from offsetscope.pipelines.synthetic import SyntheticLog, Truth, Workload
+from offsetscope.spark import sources
+from offsetscope.spark import tables as catalogue
+
+pytestmark = [pytest.mark.spark, pytest.mark.streaming]
+
+WORKLOAD = Workload(groups=3, members=2, rebalance_every=8, transaction_every=3, abort_every=3)
+FIRST_TICKS = 14
+MORE_TICKS = 10
+VOLATILE = {"ingest_batch_id", "ingested_at"}
+BATCH_DEPENDENT = {"fold_state", "batch_audit", "end_offsets", "partition_lag"}
+
+
+class FailAfterWrites(ingest.IngestPipeline):
+    """Fails its first batch after every table write and before the fold state is saved."""
+
+    failed = False
+
+    def _execute_writes(self, b: ingest._Batch) -> None:  # type: ignore[name-defined]
+        super()._execute_writes(b)
+        if not FailAfterWrites.failed:
+            FailAfterWrites.failed = True
+            raise RuntimeError("injected failure after the table writes")
+
+
+@dataclass(frozen=True)
+class Runs:
+    interrupted: config.Config
+    uninterrupted: config.Config
+    truth: Truth
+    log_dir: Path
+    query: str
+
+
+def _cfg(base: config.Config, schema: str, root: Path) -> config.Config:
+    return dataclasses.replace(
+        base,
+        storage=dataclasses.replace(
+            base.storage, schema=schema, checkpoint_dir=str(root / f"checkpoints-{schema}")
+        ),
+        sources=dataclasses.replace(
+            base.sources,
+            kind="segments",
+            segments=dataclasses.replace(base.sources.segments, max_records_per_trigger=100_000),
+        ),
+        pipeline=dataclasses.replace(base.pipeline, trigger="available_now"),
+    )
+
+
+@pytest.fixture(scope="module")
+def runs(
+    spark: SparkSession,
+    offsetscope_config: config.Config,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Runs]:
+    root = tmp_path_factory.mktemp("ingest")
+    log_dir = root / "logs"
+    tag = uuid.uuid4().hex[:8]
+    query = f"ingest_{tag}"
+    interrupted = _cfg(offsetscope_config, f"t_interrupted_{tag}", root)
+    uninterrupted = _cfg(offsetscope_config, f"t_uninterrupted_{tag}", root)
+    log = SyntheticLog(log_dir, WORKLOAD)
+    try:
+        log.run(FIRST_TICKS)
+        first = ingest.run(spark, interrupted, query_name=query, log_dir=str(log_dir))
+        assert len(first) == 1
+        truth = log.run(MORE_TICKS)
+        failing, _ = ingest.start(
+            spark,
+            interrupted,
+            query_name=query,
+            log_dir=str(log_dir),
+            pipeline=FailAfterWrites(interrupted, query_name=query, log_dir=str(log_dir)),
+        )
+        try:
+            with pytest.raises(StreamingQueryException, match="injected failure"):
+                failing.processAllAvailable()
+        finally:
+            failing.stop()
+        assert FailAfterWrites.failed
+        ingest.run(spark, interrupted, query_name=query, log_dir=str(log_dir))
+        ingest.run(spark, uninterrupted, query_name=query, log_dir=str(log_dir))
+    finally:
+        log.close()
+    try:
+        yield Runs(interrupted, uninterrupted, truth, log_dir, query)
+    finally:
+        for cfg in (interrupted, uninterrupted):
+            spark.sql(f"DROP SCHEMA IF EXISTS {cfg.storage.schema} CASCADE")
+
+
+def _table(spark: SparkSession, cfg: config.Config, logical: str) -> DataFrame:
+    return spark.table(catalogue.table_name(cfg, logical))
+
+
+def _stable(df: DataFrame) -> DataFrame:
+    """Without the columns that depend on when batches ran; maps as sorted entry arrays (Spark
+    cannot sort or hash maps, and chispa sorts rows to compare them)."""
+    columns = []
+    for f in df.schema.fields:
+        if f.name in VOLATILE:
+            continue
+        if isinstance(f.dataType, MapType):
+            columns.append(F.array_sort(F.map_entries(F.col(f.name))).alias(f.name))
+        else:
+            columns.append(F.col(f.name))
+    return df.select(*columns)
+
+
+@pytest.mark.parametrize(
+    "logical", sorted(set(catalogue.CATALOGUE) - BATCH_DEPENDENT), ids=lambda n: n
+)
+def test_a_restarted_run_holds_the_same_rows_as_an_uninterrupted_one(
+    spark: SparkSession, runs: Runs, logical: str
+) -> None:
+    restarted = _stable(_table(spark, runs.interrupted, logical))
+    straight = _stable(_table(spark, runs.uninterrupted, logical))
+    assert_df_equality(restarted, straight, ignore_row_order=True, ignore_nullable=True)
+
+
+# Lag in seconds is interpolated between a partition's samples, and each run took one sample
+# per micro-batch: the run with more batches can interpolate where the other cannot.
+SAMPLE_HISTORY = ("lag_seconds", "lag_method")
+
+
+def test_end_offsets_and_lag_agree_at_the_final_sample(spark: SparkSession, runs: Runs) -> None:
+    for logical, column in (("end_offsets", "sampled_at"), ("partition_lag", "as_of")):
+        frames = []
+        for cfg in (runs.interrupted, runs.uninterrupted):
+            df = _table(spark, cfg, logical)
+            last = df.agg({column: "max"}).collect()[0][0]
+            final = df.where(df[column] == last)
+            frames.append(final.drop(*[c for c in SAMPLE_HISTORY if c in final.columns]))
+        assert frames[0].count() > 0
+        assert_df_equality(*frames, ignore_row_order=True, ignore_nullable=True)
+    # The interrupted run sampled twice, so its final lag in seconds is interpolated.
+    lag = _table(spark, runs.interrupted, "partition_lag")
+    final = lag.agg({"as_of": "max"}).collect()[0][0]
+    methods = {r["lag_method"] for r in lag.where(lag["as_of"] == final).collect()}
+    assert methods == {"interpolated"}
+
+
+def test_history_tables_hold_what_the_log_says(spark: SparkSession, runs: Runs) -> None:
+    cfg, truth = runs.uninterrupted, runs.truth
+    assert _table(spark, cfg, "raw_records").count() == truth.records
+    assert _table(spark, cfg, "quarantine").count() == 0
+    commits = _table(spark, cfg, "offset_commits")
+    assert commits.count() == truth.commits + truth.transactional_commits
+    statuses = {
+        (r["transactional"], r["status"]): r["count"]
+        for r in commits.groupBy("transactional", "status").count().collect()
+    }
+    assert statuses == {
+        (False, "committed"): truth.commits,
+        (True, "committed"): truth.outcomes["committed"],
+        (True, "aborted"): truth.outcomes["aborted"],
+    }
+
+    generations = _table(spark, cfg, "group_generations")
+    per_group = {
+        r["group_id"]: (r["rows"], r["last"])
+        for r in generations.groupBy("group_id")
+        .agg({"generation": "max", "*": "count"})
+        .withColumnsRenamed({"max(generation)": "last", "count(1)": "rows"})
+        .collect()
+    }
+    assert per_group == {g: (n, n) for g, n in truth.generations.items()}
+    leaders = {
+        (r["group_id"], r["generation"]): r["leader"]
+        for r in generations.select("group_id", "generation", "leader").collect()
+    }
+    assert all(leader is not None for leader in leaders.values())
+
+    current = {r["group_id"]: r for r in _table(spark, cfg, "groups_current").collect()}
+    assert set(current) == set(truth.generations)
+    for group, row in current.items():
+        assert (row["state"], row["generation"]) == ("Stable", truth.generations[group])
+        assert row["member_count"] == WORKLOAD.members
+
+    outcomes = {
+        r["outcome"]: r["count"]
+        for r in _table(spark, cfg, "transactions").groupBy("outcome").count().collect()
+    }
+    assert outcomes == dict(truth.outcomes)
+
+    lag = _table(spark, cfg, "partition_lag")
+    final = lag.agg({"as_of": "max"}).collect()[0][0]
+    at_end = {
+        (r["group_id"], r["topic"], r["partition"]): (r["committed_offset"], r["lag_records"])
+        for r in lag.where(lag["as_of"] == final).collect()
+    }
+    expected = {
+        key: (offset, truth.high_watermarks[(key[1], key[2])] - offset)
+        for key, offset in truth.last_offsets.items()
+    }
+    assert at_end == expected
+
+
+def test_audit_rows_add_up_in_both_runs(spark: SparkSession, runs: Runs) -> None:
+    for cfg in (runs.interrupted, runs.uninterrupted):
+        rows = _table(spark, cfg, "batch_audit").collect()
+        assert sum(r["rows_in"] for r in rows) == runs.truth.records
+        for r in rows:
+            assert r["events"] + r["quarantined"] + r["unknown"] == r["rows_in"]
+            assert sum(r["rows_by_kind"].values()) == r["rows_in"]
+            assert r["rows_written"]["raw_records"] == r["rows_in"]
+            assert r["offsets_not_seen"] == 0  # a log directory has no gaps here
+    batches = sorted(
+        r["batch_id"] for r in _table(spark, runs.interrupted, "batch_audit").collect()
+    )
+    assert batches == [0, 1]  # the failed batch was replayed under the same id, audited once
+
+
+def _versions(spark: SparkSession, cfg: config.Config) -> dict[str, int]:
+    return {
+        logical: int(
+            DeltaTable.forName(spark, catalogue.table_name(cfg, logical))
+            .history(1)
+            .collect()[0]["version"]
+        )
+        for logical in catalogue.CATALOGUE
+    }
+
+
+def test_a_replayed_batch_id_writes_nothing(spark: SparkSession, runs: Runs) -> None:
+    cfg = runs.uninterrupted
+    before = _versions(spark, cfg)
+    counts = {n: _table(spark, cfg, n).count() for n in catalogue.CATALOGUE}
+    # The uninterrupted run read the whole log as batch 0; run batch 0 again with a new
+    # pipeline instance (as a restarted query would).
+    batch = sources.read_segments(spark, cfg, str(runs.log_dir))
+    pipeline = ingest.IngestPipeline(cfg, query_name=runs.query, log_dir=str(runs.log_dir))
+    pipeline.process_batch(batch, 0)
+
+    assert _versions(spark, cfg) == before
+    assert {n: _table(spark, cfg, n).count() for n in catalogue.CATALOGUE} == counts
+    assert pipeline.reports[0].rows_in == runs.truth.records
