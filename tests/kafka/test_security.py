@@ -136,6 +136,11 @@ def world(offsetscope_config: config.Config, request: pytest.FixtureRequest) -> 
         listener_security="SASL_PLAINTEXT",
     )
     broker = Broker(cfg)
+    # Folders of earlier runs that failed (kept for inspection) whose process is gone.
+    for folder in broker.paths.root.parent.glob("security-*"):
+        pid = folder.name.removeprefix("security-")
+        if pid.isdigit() and int(pid) != os.getpid() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
     handle = broker.start(fresh=True, tie_to_parent=True)
     failed_before = request.session.testsfailed
     token = random_secrets.token_urlsafe(18)
