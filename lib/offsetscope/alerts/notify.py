@@ -419,6 +419,14 @@ class Dispatcher:
         self._sent: set[tuple[str, str, str]] = set()  # submitted by this process
         self._decided: list[NotificationOutcome] = []
 
+    def unsent(self, row: AlertRow) -> bool:
+        """Whether ``row`` implies an event this dispatcher has not handled for some notifier."""
+        return any(
+            (row.alert_id, event, n.name) not in self._sent
+            for n in self.notifiers
+            for event in events_of(row)
+        )
+
     def dispatch(self, rows: Iterable[AlertRow], recorded: Recorded, as_of: int) -> int:
         """Submit the events of ``rows`` not yet recorded or submitted; returns how many."""
         submitted = 0
@@ -430,7 +438,10 @@ class Dispatcher:
                     status = recorded.get(key)
                     if event == OPENED and status == SKIPPED:
                         skipped_open = True
-                    if status is not None or key in self._sent:
+                    if status is not None:
+                        self._sent.add(key)  # recorded by an earlier run: never again
+                        continue
+                    if key in self._sent:
                         continue
                     why = self._skip_reason(row, event, notifier, as_of, skipped_open)
                     self._sent.add(key)

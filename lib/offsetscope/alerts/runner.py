@@ -35,7 +35,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,7 +48,14 @@ from pyspark.sql.window import Window
 
 from offsetscope.alerts import engine, rules
 from offsetscope.alerts import tables as alert_tables
-from offsetscope.alerts.model import GROUP, PARTITION, TABLE, TRANSACTIONAL_ID, AlertRow, Finding
+from offsetscope.alerts.model import (
+    GROUP,
+    PARTITION,
+    TABLE,
+    TRANSACTIONAL_ID,
+    AlertRow,
+    AlertStatus,
+)
 from offsetscope.alerts.notify import Dispatcher, NotificationOutcome, Notifier, build_notifiers
 from offsetscope.config import Config, duration_ms
 from offsetscope.coordinator.clock import Clock, SystemClock
@@ -109,6 +118,15 @@ def _ts(ms: int) -> Column:
     return F.timestamp_millis(F.lit(ms))
 
 
+@contextmanager
+def _timed(timings: dict[str, float], phase: str) -> Iterator[None]:
+    began = time.monotonic()
+    try:
+        yield
+    finally:
+        timings[phase] = timings.get(phase, 0.0) + time.monotonic() - began
+
+
 class AlertsRunner:
     """Evaluates the alert rules on Spark and keeps the notifiers between evaluations.
 
@@ -139,6 +157,7 @@ class AlertsRunner:
         self._ready = False
         self._open_txns: set[str] | None = None
         self.evaluations: list[engine.Evaluation] = []
+        self.timings: list[dict[str, float]] = []  # seconds per phase, per evaluation
 
     # ------------------------------------------------------------------ setup
 
@@ -238,111 +257,126 @@ class AlertsRunner:
             return None
         since = min(as_of - lookback, previous) if previous is not None else None
 
-        stored_open = self._open_alerts()
-        inputs = self._inputs(changed, stored_open, as_of, since)
-        findings = rules.find_all(inputs, self.settings)
-        stored = dict(stored_open)
-        stored.update(self._stored_for(findings, stored, since))
-        evaluation = engine.reconcile(findings, stored, inputs, self.settings, batch_id=batch_id)
-        qtables.merge_rows(
-            spark,
-            self.cfg,
-            alert_tables.ALERTS,
-            evaluation.changed,
-            app_id=f"{self.query_name}:alerts:merge",
-            batch_id=batch_id,
-        )
-        self._notify(evaluation)
+        reach = None if since is None else since - rules.max_window_ms(self.settings)
+        timings: dict[str, float] = {}
+        with _timed(timings, "scope"):
+            groups, txns = self._scope(changed, as_of, since)
+        with _timed(timings, "stored alerts"):
+            stored = self._stored(groups | txns, reach)
+        with _timed(timings, "inputs"):
+            inputs = self._inputs(groups, txns, stored, as_of, since)
+        with _timed(timings, "rules"):
+            findings = rules.find_all(inputs, self.settings)
+            evaluation = engine.reconcile(
+                findings, stored, inputs, self.settings, batch_id=batch_id
+            )
+        with _timed(timings, "merge"):
+            qtables.merge_rows(
+                spark,
+                self.cfg,
+                alert_tables.ALERTS,
+                evaluation.changed,
+                app_id=f"{self.query_name}:alerts:merge",
+                batch_id=batch_id,
+            )
+        with _timed(timings, "notify"):
+            self._notify(evaluation)
         self.evaluations.append(evaluation)
+        self.timings.append(timings)
         log.info(
-            "alerts batch %d as of %d: %d alerts seen, %d written, %d open",
+            "alerts batch %d as of %d: %d alerts seen, %d written, %d open (%s)",
             batch_id,
             as_of,
             len(evaluation.rows),
             len(evaluation.changed),
             len(evaluation.open),
+            ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()),
         )
         return evaluation
 
-    def _open_alerts(self) -> dict[str, AlertRow]:
-        df = self._spark.table(qtables.qualified_name(self.cfg, alert_tables.ALERTS)).where(
-            F.col("status") == F.lit("open")
-        )
-        return {r.alert_id: r for r in qtables.rows_of(df, AlertRow)}
+    def _stored(self, subjects: set[str], reach: int | None) -> dict[str, AlertRow]:
+        """Every open alert, and the alerts of ``subjects`` not resolved before ``reach``.
 
-    def _stored_for(
-        self, findings: Sequence[Finding], known: Mapping[str, AlertRow], since: int | None
-    ) -> dict[str, AlertRow]:
-        """The stored alerts the findings name, and the recent ones of the same subjects (an
-        episode whose start moved keeps its stored identity; see ``engine.reconcile``)."""
-        ids = sorted({f.alert_id for f in findings} - set(known))
-        subjects = sorted({f.subject for f in findings})
-        if not ids and not subjects:
-            return {}
-        recent = _in("subject", subjects)
-        if since is not None:
-            reach = since - rules.max_window_ms(self.settings)
+        That covers every stored row an evaluation can touch: findings are episodes not over
+        by the horizon, and an episode whose start moved keeps a recent stored identity.
+        """
+        recent = _in("subject", subjects or {""})
+        if reach is not None:
             recent = recent & (F.col("resolved_at").isNull() | (F.col("resolved_at") >= _ts(reach)))
         df = self._spark.table(qtables.qualified_name(self.cfg, alert_tables.ALERTS)).where(
-            _in("alert_id", ids or [""]) | recent
+            (F.col("status") == F.lit(AlertStatus.OPEN.value)) | recent
         )
         return {r.alert_id: r for r in qtables.rows_of(df, AlertRow)}
 
     # ------------------------------------------------------------------ inputs
 
     def _scope(
-        self,
-        changed: ChangedKeys,
-        stored_open: Mapping[str, AlertRow],
-        as_of: int,
-        since: int | None,
-    ) -> tuple[set[str], set[str], set[str]]:
+        self, changed: ChangedKeys, as_of: int, since: int | None
+    ) -> tuple[set[str], set[str]]:
+        """Groups and transactional ids to evaluate, besides the subjects of open alerts."""
         groups = set(changed.groups)
         txns = set(changed.transactional_ids)
+        s = self.settings
+        if s.lag_stall.enabled or s.data_loss.enabled or s.lag_stall.groups or s.data_loss.groups:
+            # A stalled consumer commits nothing; its partitions still get lag observations.
+            lag = self._table("partition_lag").where(F.col("as_of") <= _ts(as_of))
+            if since is not None:
+                lag = lag.where(
+                    (F.col("as_of_date") >= F.to_date(_ts(since))) & (F.col("as_of") > _ts(since))
+                )
+            groups.update(r[0] for r in lag.select("group_id").distinct().collect())
+        if s.hanging_transaction.enabled:
+            # A hanging transaction writes nothing; the open ones are checked as time passes.
+            if self._open_txns is None:
+                ongoing = self._table("transactions").where(F.col("completed_at").isNull())
+                self._open_txns = {
+                    r[0] for r in ongoing.select("transactional_id").distinct().collect()
+                }
+            txns.update(self._open_txns)
+        return groups, txns
+
+    def _inputs(
+        self,
+        groups: set[str],
+        txns: set[str],
+        stored: Mapping[str, AlertRow],
+        as_of: int,
+        since: int | None,
+    ) -> rules.RuleInputs:
         tables: set[str] = set()
-        for row in stored_open.values():
+        for row in stored.values():
+            if row.status != AlertStatus.OPEN.value:
+                continue
             if row.subject_kind in (GROUP, PARTITION):
                 groups.add(row.subject)
             elif row.subject_kind == TRANSACTIONAL_ID:
                 txns.add(row.subject)
             elif row.subject_kind == TABLE:
                 tables.add(row.subject)
-        lag = self._table("partition_lag").where(F.col("as_of") <= _ts(as_of))
-        if since is not None:
-            lag = lag.where(
-                (F.col("as_of_date") >= F.to_date(_ts(since))) & (F.col("as_of") > _ts(since))
-            )
-        groups.update(r[0] for r in lag.select("group_id").distinct().collect())
-        kip = self._table("groups_current").where(
+        # groups_current: the state of the groups in scope, and every KIP-848 group that is
+        # Assigning/Reconciling (a group that does not converge writes nothing).
+        stuck = F.lit(self.settings.rebalance_stuck.enabled) & (
             (F.col("kind") == F.lit("kip848")) & _in("state", _STUCK_STATES)
         )
-        groups.update(r[0] for r in kip.select("group_id").collect())
-        if self._open_txns is None:
-            ongoing = self._table("transactions").where(F.col("completed_at").isNull())
-            self._open_txns = {
-                r[0] for r in ongoing.select("transactional_id").distinct().collect()
-            }
-        txns.update(self._open_txns)
-        return groups, txns, tables
-
-    def _inputs(
-        self,
-        changed: ChangedKeys,
-        stored_open: Mapping[str, AlertRow],
-        as_of: int,
-        since: int | None,
-    ) -> rules.RuleInputs:
-        groups, txns, tables = self._scope(changed, stored_open, as_of, since)
+        current: list[rules.CurrentGroup] = []
+        if groups or self.settings.rebalance_stuck.enabled:
+            cur = self._table("groups_current").where(_in("group_id", groups or {""}) | stuck)
+            current = [
+                rules.CurrentGroup(r[0], r[1], r[2], r[3], r[4])
+                for r in qtables.millis(
+                    cur.select("group_id", "group_life", "kind", "state", "state_since")
+                ).collect()
+            ]
+        groups.update(c.group_id for c in current)
         # Reach back to the start of every open alert in scope, and one window before that, so
         # an episode in progress is found with the start it was first found with.
-        starts = [r.episode_start for r in stored_open.values()]
+        starts = [r.episode_start for r in stored.values() if r.status == AlertStatus.OPEN.value]
         reach = since if since is None else min([since, *starts])
         rows_since = None if reach is None else reach - rules.max_window_ms(self.settings)
 
         generations: list[GenerationRow] = []
         sessions: list[SessionRow] = []
         lag: list[PartitionLagRow] = []
-        current: list[rules.CurrentGroup] = []
         states: list[GroupState] = []
         if groups:
             gen = self._table("group_generations").where(_in("group_id", groups))
@@ -356,18 +390,12 @@ class AlertsRunner:
             generations = qtables.rows_of(gen, GenerationRow)
             sessions = qtables.rows_of(ses, SessionRow)
             lag = qtables.rows_of(self._lag_rows(groups, as_of, rows_since), PartitionLagRow)
-            cur = self._table("groups_current").where(_in("group_id", groups))
-            current = [
-                rules.CurrentGroup(r[0], r[1], r[2], r[3], r[4])
-                for r in qtables.millis(
-                    cur.select("group_id", "group_life", "kind", "state", "state_since")
-                ).collect()
-            ]
             candidates = [
                 c.group_id for c in current if c.kind == "kip848" and c.state in _STUCK_STATES
             ]
-            loaded = fold_state.load(self._spark, self.cfg, {fold_state.GROUP: candidates})
-            states = [GroupState.from_json(row.state) for row in loaded.values()]
+            if candidates and self.settings.rebalance_stuck.enabled:
+                loaded = fold_state.load(self._spark, self.cfg, {fold_state.GROUP: candidates})
+                states = [GroupState.from_json(row.state) for row in loaded.values()]
 
         transactions: list[TransactionRow] = []
         if txns:
@@ -382,7 +410,7 @@ class AlertsRunner:
             open_now = {t.transactional_id for t in transactions if t.completed_at is None}
             self._open_txns = ((self._open_txns or set()) - txns) | open_now
 
-        quality = self._quality_rows(tables, stored_open)
+        quality = self._quality_rows(tables, stored) if self.settings.quality.enabled else []
         tables.update(r.table_name for r in quality)
         return rules.RuleInputs(
             as_of=as_of,
@@ -425,10 +453,14 @@ class AlertsRunner:
         return lag.where(F.col("as_of") > _ts(rows_since)).unionByName(before)
 
     def _quality_rows(
-        self, tables: set[str], stored_open: Mapping[str, AlertRow]
+        self, tables: set[str], stored: Mapping[str, AlertRow]
     ) -> list[qmodel.QualityResultRow]:
         # Quality results are stamped with the wall clock of their validation, not event time.
-        starts = [r.episode_start for r in stored_open.values() if r.subject_kind == TABLE]
+        starts = [
+            r.episode_start
+            for r in stored.values()
+            if r.subject_kind == TABLE and r.status == AlertStatus.OPEN.value
+        ]
         since = min([self.clock.now_ms() - duration_ms(self.settings.lookback), *starts])
         df = self._spark.table(qtables.qualified_name(self.cfg, qtables.QUALITY_RESULTS))
         df = df.where((F.col("validated_at") > _ts(since)) | _in("table_name", tables or {""}))
@@ -438,7 +470,7 @@ class AlertsRunner:
 
     def _notify(self, evaluation: engine.Evaluation) -> None:
         assert self._dispatcher is not None
-        rows = evaluation.rows
+        rows = [r for r in evaluation.rows if self._dispatcher.unsent(r)]
         recorded: dict[tuple[str, str, str], str] = {}
         if rows:
             table = qtables.qualified_name(self.cfg, alert_tables.ALERT_NOTIFICATIONS)

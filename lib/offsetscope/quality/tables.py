@@ -133,7 +133,11 @@ def record_of(row: Any) -> dict[str, Any]:
 def frame(spark: SparkSession, spec: TableSpec, rows: Sequence[Any]) -> DataFrame:
     """A DataFrame of ``rows`` with the table's written columns (through Arrow)."""
     schema = catalogue.arrow_schema(spec)
+    maps = [c.name for c in spec.written_columns if c.type.startswith("map<")]
     records = [record_of(r) for r in rows]
+    for record in records:
+        for name in maps:  # Arrow reads a map from (key, value) tuples
+            record[name] = [tuple(pair) for pair in record[name] or ()]
     table = pa.Table.from_pylist(records, schema=schema)
     df: DataFrame = spark.createDataFrame(table, schema=spec.written_ddl())
     return df

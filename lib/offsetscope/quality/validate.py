@@ -1,0 +1,259 @@
+"""Validate one micro-batch of one table: ``validate(df, table, batch_id)``.
+
+::
+
+    batch df ── + _row (hash of the row's content) ──▶ great-expectations suite (COMPLETE,
+                                                        unexpected rows named by _row)
+           │                                                      │
+           └──────── split by the failing _row ids ◀──────────────┘
+                      good_df (the table's rows)   failed_df (+ failed_expectations)
+                      results row (quality_results)
+
+* great-expectations decides: each expectation reports the ``_row`` ids of its unexpected rows
+  (``unexpected_index_column_names``), and a row fails if any expectation names it. ``_row`` is a
+  64-bit hash of the row's JSON, so it is the same however often Spark recomputes the batch,
+  and identical rows (which pass or fail every check together) share it.
+* One great-expectations context per process (ephemeral, built at the first call: importing
+  great-expectations alone takes seconds), with a Spark and a pandas data source.
+* Engine: a batch of at most ``pandas_max_rows`` rows (the gold tables' micro-batches are fold
+  outputs built on the driver anyway) is collected -- only the columns the suite reads, plus
+  ``_row`` -- and validated with great-expectations' pandas engine; larger batches run on its
+  Spark engine, where each metric is a Spark job. Measured on this project's 2-core machine,
+  6 expectations over 1,000 rows: ~0.2-0.4 s with pandas, 5-9 s with Spark.
+* A failing suite is data, not an error: it is in the results row (and raises a ``quality``
+  alert, :mod:`offsetscope.alerts.rules`), its rows go to quarantine; an expectation that raised
+  inside great-expectations counts as failed with its error in the results. Spark failures
+  (infrastructure) are not caught.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+from collections import defaultdict
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from offsetscope.config import Config, QualityConfig, duration_ms
+from offsetscope.coordinator.clock import Clock, SystemClock
+from offsetscope.quality import suites
+from offsetscope.quality import tables as qtables
+from offsetscope.quality.model import ExpectationResult, QualityResultRow
+
+ROW_ID = "_row"
+FAILED = "failed_expectations"
+PANDAS_MAX_ROWS = 100_000
+
+_lock = threading.Lock()
+_context: dict[str, Any] = {}
+
+
+def _batch_definitions() -> dict[str, Any]:
+    """The process's great-expectations context: Spark and pandas whole-dataframe batches."""
+    with _lock:
+        if not _context:
+            import great_expectations as gx
+            from great_expectations.data_context.types.base import ProgressBarsConfig
+
+            ctx = gx.get_context(mode="ephemeral")
+            ctx.variables.progress_bars = ProgressBarsConfig(
+                globally=False, metric_calculations=False
+            )
+            spark = ctx.data_sources.add_spark("offsetscope_spark")
+            pandas = ctx.data_sources.add_pandas("offsetscope_pandas")
+            _context["context"] = ctx
+            _context["spark"] = spark.add_dataframe_asset(
+                "batch"
+            ).add_batch_definition_whole_dataframe("whole")
+            _context["pandas"] = pandas.add_dataframe_asset(
+                "batch"
+            ).add_batch_definition_whole_dataframe("whole")
+        return _context
+
+
+def with_row_ids(df: DataFrame) -> DataFrame:
+    """``df`` plus ``_row``: a hash of each row's content (stable across recomputation)."""
+    everything = F.struct(*[F.col(f"`{c}`") for c in df.columns])
+    return df.withColumn(ROW_ID, F.xxhash64(F.to_json(everything)))
+
+
+def _bounds(settings: QualityConfig, now_ms: int) -> tuple[dt.datetime, dt.datetime]:
+    # Naive UTC datetimes: the session time zone is UTC, so Spark and pandas both compare
+    # timestamp columns against them as UTC.
+    earliest = dt.datetime.fromisoformat(settings.earliest_timestamp)
+    latest_ms = now_ms + duration_ms(settings.future_tolerance, "quality.future_tolerance")
+    latest = dt.datetime.fromtimestamp(latest_ms / 1000, tz=dt.UTC).replace(tzinfo=None)
+    return earliest, latest
+
+
+def _run_suite(
+    df: DataFrame, table: str, checks: tuple[suites.Check, ...], pandas_max_rows: int
+) -> tuple[Any, int]:
+    ids = with_row_ids(df)
+    columns = sorted({c for check in checks for c in check.columns})
+    rows = ids.count()
+    engines = _batch_definitions()
+    result_format = {
+        "result_format": "COMPLETE",
+        "unexpected_index_column_names": [ROW_ID],
+        "return_unexpected_index_query": False,
+    }
+    suite = suites.suite_for(table, checks)
+    if rows <= pandas_max_rows:
+        frame = ids.select(*[F.col(f"`{c}`") for c in columns], ROW_ID).toPandas()
+        batch = engines["pandas"].get_batch(batch_parameters={"dataframe": frame})
+    else:
+        batch = engines["spark"].get_batch(batch_parameters={"dataframe": ids})
+    return batch.validate(suite, result_format=result_format), rows
+
+
+def validate(
+    df: DataFrame,
+    table: str,
+    batch_id: int,
+    *,
+    settings: QualityConfig | None = None,
+    clock: Clock | None = None,
+    pandas_max_rows: int = PANDAS_MAX_ROWS,
+) -> tuple[DataFrame, DataFrame, QualityResultRow]:
+    """Validate a micro-batch of ``table`` with its suite; split it into good and failed rows.
+
+    Args:
+        df: the batch, with the table's written columns (a static DataFrame: call this inside
+            ``foreachBatch``).
+        table: the logical table name (see :data:`offsetscope.quality.suites.TABLES`).
+        batch_id: the micro-batch id (recorded in the results).
+        settings: ``[quality]`` (timestamp bounds; default: the built-in defaults).
+        clock: the validation time (timestamp upper bound, ``validated_at``).
+        pandas_max_rows: batches up to this size run on great-expectations' pandas engine.
+
+    Returns:
+        ``good_df`` (the rows no expectation named; all rows when ``quarantine_failed_rows`` is
+        off), ``failed_df`` (the named rows plus ``failed_expectations``, the names of the checks
+        each broke) and the ``quality_results`` row.
+
+    Raises:
+        KeyError: ``table`` has no suite.
+    """
+    settings = settings or QualityConfig()
+    clock = clock or SystemClock()
+    started = time.monotonic()
+    now = clock.now_ms()
+    checks = suites.checks_for(table, *_bounds(settings, now))
+    result, rows = _run_suite(df, table, checks, pandas_max_rows)
+
+    failing: dict[int, set[str]] = defaultdict(set)
+    expectations: list[ExpectationResult] = []
+    by_name = {c.name: c for c in checks}
+    for r in result.results:
+        name = r.expectation_config.meta["check"]
+        check = by_name[name]
+        raised = bool(r.exception_info and r.exception_info.get("raised_exception"))
+        ids = [int(item[ROW_ID]) for item in r.result.get("unexpected_index_list") or []]
+        for row_id in ids:
+            failing[row_id].add(name)
+        expectations.append(
+            ExpectationResult(
+                name=name,
+                expectation_type=r.expectation_config.type,
+                columns=check.columns,
+                success=bool(r.success) and not raised,
+                unexpected_count=int(r.result.get("unexpected_count") or 0),
+            )
+        )
+    expectations.sort(key=lambda e: [c.name for c in checks].index(e.name))
+    failed_names = tuple(e.name for e in expectations if not e.success)
+
+    good, failed = _split(df, failing, quarantine=settings.quarantine_failed_rows)
+    row = QualityResultRow(
+        table_name=table,
+        batch_id=batch_id,
+        suite=f"{table}_suite",
+        success=not failed_names,
+        evaluated_rows=rows,
+        failed_rows=_count_rows(df, failing),
+        expectations=tuple(expectations),
+        failed_expectations=failed_names,
+        validated_at=now,
+        seconds=time.monotonic() - started,
+    )
+    return good, failed, row
+
+
+def _count_rows(df: DataFrame, failing: dict[int, set[str]]) -> int:
+    if not failing:
+        return 0
+    return int(with_row_ids(df).where(F.col(ROW_ID).isin(list(failing))).count())
+
+
+def _split(
+    df: DataFrame, failing: dict[int, set[str]], *, quarantine: bool
+) -> tuple[DataFrame, DataFrame]:
+    spark = df.sparkSession
+    marks = spark.createDataFrame(
+        [(row_id, sorted(names)) for row_id, names in sorted(failing.items())],
+        f"{ROW_ID} bigint, {FAILED} array<string>",
+    )
+    joined = with_row_ids(df).join(F.broadcast(marks), ROW_ID, "left")
+    failed = joined.where(F.col(FAILED).isNotNull()).drop(ROW_ID)
+    good = joined.where(F.col(FAILED).isNull()) if quarantine else joined
+    return good.drop(ROW_ID, FAILED), failed
+
+
+def record(
+    spark: SparkSession,
+    cfg: Config,
+    result: QualityResultRow,
+    failed_df: DataFrame,
+    *,
+    query_name: str,
+    key: tuple[str, ...] | None = None,
+) -> None:
+    """Keep a validation: MERGE its results row, append its failed rows to quarantine.
+
+    Both writes are idempotent for a replayed batch (the results row by its key, the
+    quarantine append by Delta's ``txnAppId`` = ``<query>:quality_quarantine:<table>``,
+    ``txnVersion`` = the batch id).
+
+    Args:
+        spark: the session.
+        cfg: table names.
+        result: what :func:`validate` returned.
+        failed_df: the failed rows :func:`validate` returned.
+        query_name: the calling query (part of the idempotency app id).
+        key: the natural-key columns that identify a quarantined row (default: the table's).
+    """
+    qtables.ensure(spark, cfg, (qtables.QUALITY_RESULTS, qtables.QUALITY_QUARANTINE))
+    qtables.merge_rows(
+        spark,
+        cfg,
+        qtables.QUALITY_RESULTS,
+        [result],
+        app_id=f"{query_name}:quality_results:{result.table_name}",
+        batch_id=result.batch_id,
+    )
+    if result.failed_rows == 0:
+        return
+    from offsetscope.history import tables as history
+
+    columns = [c for c in failed_df.columns if c != FAILED]
+    key_cols = list(key or history.TABLES[result.table_name].key)
+    rows = failed_df.select(
+        F.lit(result.table_name).alias("table_name"),
+        F.lit(result.batch_id).cast("bigint").alias("batch_id"),
+        F.to_json(F.struct(*[F.col(f"`{c}`") for c in key_cols])).alias("row_key"),
+        F.col(FAILED).alias("failed_expectations"),
+        F.to_json(F.struct(*[F.col(f"`{c}`") for c in columns])).alias("row_json"),
+        F.timestamp_millis(F.lit(result.validated_at)).alias("quarantined_at"),
+    )
+    qtables.append_rows(
+        spark,
+        cfg,
+        qtables.QUALITY_QUARANTINE,
+        rows,
+        app_id=f"{query_name}:quality_quarantine:{result.table_name}",
+        batch_id=result.batch_id,
+    )
