@@ -226,6 +226,10 @@ class TableNames:
     transaction_status_timeline: str = "transaction_status_timeline"
     fold_state: str = "fold_state"
     batch_audit: str = "batch_audit"
+    alerts: str = "alerts"
+    alert_notifications: str = "alert_notifications"
+    quality_results: str = "quality_results"
+    quality_quarantine: str = "quality_quarantine"
 
     def __post_init__(self) -> None:
         seen: dict[str, str] = {}
@@ -359,6 +363,328 @@ class BrokerConfig:
             raise InvalidConfigError("super_user", f"{self.super_user!r} is not a plain user name")
 
 
+# --------------------------------------------------------------------------- alerts and quality
+
+_DURATION = re.compile(r"^(?P<n>[0-9]+(?:\.[0-9]+)?)\s*(?P<unit>ms|s|m|h|d)$")
+_DURATION_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+SEVERITIES = ("info", "warning", "critical")
+
+
+def duration_ms(text: str, key_path: str = "") -> int:
+    """A duration written as ``<number><unit>`` (``ms``, ``s``, ``m``, ``h``, ``d``) in ms.
+
+    Raises:
+        InvalidConfigError: the text is not such a duration, or it is not positive.
+    """
+    match = _DURATION.match(text.strip())
+    if match is None:
+        raise InvalidConfigError(key_path, f"{text!r} is not a duration such as '90s' or '10m'")
+    ms = round(float(match.group("n")) * _DURATION_MS[match.group("unit")])
+    if ms <= 0:
+        raise InvalidConfigError(key_path, f"{text!r} must be longer than 0 ms")
+    return ms
+
+
+def _check_severity(value: str | None, key: str = "severity") -> None:
+    if value is not None and value not in SEVERITIES:
+        raise InvalidConfigError(key, f"{value!r} is not one of {', '.join(SEVERITIES)}")
+
+
+def _check_durations(obj: Any, *keys: str) -> None:
+    for key in keys:
+        value = getattr(obj, key)
+        if value is not None:
+            duration_ms(value, key)
+
+
+def _check_at_least(obj: Any, minimum: int, *keys: str) -> None:
+    for key in keys:
+        value = getattr(obj, key)
+        if value is not None and value < minimum:
+            raise InvalidConfigError(key, f"must be at least {minimum}, not {value}")
+
+
+@dataclass(frozen=True, slots=True)
+class StormOverride:
+    """Per-group settings of ``rebalance_storm``; unset keys keep the rule's value."""
+
+    enabled: bool | None = None
+    max_generations: int | None = None
+    window: str | None = None
+    severity: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_at_least(self, 0, "max_generations")
+        _check_durations(self, "window")
+        _check_severity(self.severity)
+
+
+@dataclass(frozen=True, slots=True)
+class RebalanceStormRule:
+    """More than ``max_generations`` generations (rebalances) of a group within ``window``.
+
+    Burrow and the client metrics offer only a rate (``rebalance-rate-per-hour``); each completed
+    classic rebalance stores a generation and each KIP-848 rebalance bumps the group epoch, so
+    the generations in a window are the count itself.
+    """
+
+    enabled: bool = True
+    max_generations: int = 5
+    window: str = "10m"
+    severity: str = "critical"
+    groups: Mapping[str, StormOverride] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_at_least(self, 0, "max_generations")
+        _check_durations(self, "window")
+        _check_severity(self.severity)
+
+
+@dataclass(frozen=True, slots=True)
+class ChurnOverride:
+    """Per-group settings of ``member_churn``; unset keys keep the rule's value."""
+
+    enabled: bool | None = None
+    max_member_changes: int | None = None
+    max_cycling_instances: int | None = None
+    window: str | None = None
+    severity: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_at_least(self, 0, "max_member_changes", "max_cycling_instances")
+        _check_durations(self, "window")
+        _check_severity(self.severity)
+
+
+@dataclass(frozen=True, slots=True)
+class MemberChurnRule:
+    """Member ids joining and leaving (more than ``max_member_changes`` joins + leaves in
+    ``window``), or static members cycling (more than ``max_cycling_instances`` instance ids
+    seen with two or more member ids in ``window``)."""
+
+    enabled: bool = True
+    max_member_changes: int = 10
+    max_cycling_instances: int = 2
+    window: str = "10m"
+    severity: str = "warning"
+    groups: Mapping[str, ChurnOverride] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_at_least(self, 0, "max_member_changes", "max_cycling_instances")
+        _check_durations(self, "window")
+        _check_severity(self.severity)
+
+
+@dataclass(frozen=True, slots=True)
+class RebalanceStuckRule:
+    """A join phase that completed without a stored assignment (classic), or a KIP-848 group in
+    Assigning/Reconciling for longer than its members' rebalance timeout."""
+
+    enabled: bool = True
+    # The timeout when no member reported one (Kafka's max.poll.interval.ms default).
+    default_rebalance_timeout: str = "5m"
+    severity: str = "warning"
+
+    def __post_init__(self) -> None:
+        _check_durations(self, "default_rebalance_timeout")
+        _check_severity(self.severity)
+
+
+_BURROW_STATUSES = ("STALL", "STOP", "REWIND", "WARN")
+
+
+@dataclass(frozen=True, slots=True)
+class LagOverride:
+    """Per-group settings of ``lag_stall``; unset keys keep the rule's value."""
+
+    enabled: bool | None = None
+    allowed_lag: int | None = None
+    intervals: int | None = None
+    severity: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_at_least(self, 0, "allowed_lag")
+        _check_at_least(self, 2, "intervals")
+        _check_severity(self.severity)
+
+
+@dataclass(frozen=True, slots=True)
+class LagStallRule:
+    """Burrow's threshold-free evaluation over the last ``intervals`` lag observations of a
+    partition: the committed offset not moving while the group lags (``STALL``) and, if listed,
+    the other statuses Burrow reports as errors."""
+
+    enabled: bool = True
+    intervals: int = 10
+    allowed_lag: int = 0
+    statuses: tuple[str, ...] = ("STALL",)
+    severity: str = "warning"
+    groups: Mapping[str, LagOverride] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_at_least(self, 0, "allowed_lag")
+        _check_at_least(self, 2, "intervals")
+        _check_severity(self.severity)
+        for i, status in enumerate(self.statuses):
+            if status not in _BURROW_STATUSES:
+                raise InvalidConfigError(
+                    f"statuses[{i}]", f"{status!r} is not one of {', '.join(_BURROW_STATUSES)}"
+                )
+
+
+@dataclass(frozen=True, slots=True)
+class HangingTransactionRule:
+    """A transaction still open ``margin`` after its own timeout."""
+
+    enabled: bool = True
+    margin: str = "1m"
+    severity: str = "critical"
+
+    def __post_init__(self) -> None:
+        _check_durations(self, "margin")
+        _check_severity(self.severity)
+
+
+@dataclass(frozen=True, slots=True)
+class DataLossOverride:
+    """Per-group settings of ``data_loss``; unset keys keep the rule's value."""
+
+    enabled: bool | None = None
+    min_lost_records: int | None = None
+    severity: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_at_least(self, 1, "min_lost_records")
+        _check_severity(self.severity)
+
+
+@dataclass(frozen=True, slots=True)
+class DataLossRule:
+    """A group's committed offset below the partition's log start offset: retention deleted at
+    least ``min_lost_records`` records the group never read."""
+
+    enabled: bool = True
+    min_lost_records: int = 1
+    severity: str = "critical"
+    groups: Mapping[str, DataLossOverride] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_at_least(self, 1, "min_lost_records")
+        _check_severity(self.severity)
+
+
+@dataclass(frozen=True, slots=True)
+class QualityFailureRule:
+    """A table's data-quality suite failed on a micro-batch (open until a later batch passes)."""
+
+    enabled: bool = True
+    severity: str = "warning"
+
+    def __post_init__(self) -> None:
+        _check_severity(self.severity)
+
+
+_WEBHOOK_EVENTS = ("opened", "resolved")
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookConfig:
+    """A generic JSON webhook. ``url`` and ``token`` are secret references, never values."""
+
+    url: str
+    token: str = ""  # sent as "Authorization: Bearer <token>" when set
+    timeout_s: float = 5.0
+    max_attempts: int = 4
+    backoff_s: float = 0.5  # first retry delay; doubles per attempt up to max_backoff_s
+    max_backoff_s: float = 30.0
+    queue_size: int = 1_000
+    min_severity: str = "warning"
+
+    def __post_init__(self) -> None:
+        if not self.url:
+            raise InvalidConfigError("url", "is required")
+        require_reference("url", self.url)
+        require_reference("token", self.token)
+        if self.timeout_s <= 0 or self.backoff_s < 0 or self.max_backoff_s < self.backoff_s:
+            raise InvalidConfigError("timeout_s", "timeouts and backoffs must be positive")
+        _check_at_least(self, 1, "max_attempts", "queue_size")
+        _check_severity(self.min_severity, "min_severity")
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyConfig:
+    """Where alert events (an alert opened or resolved) go."""
+
+    log: bool = True
+    events: tuple[str, ...] = _WEBHOOK_EVENTS
+    # An alert already resolved this long before it was first seen (a backfill over old logs)
+    # is recorded as "skipped", not sent.
+    backfill_age: str = "1h"
+    webhooks: Mapping[str, WebhookConfig] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_durations(self, "backfill_age")
+        for i, event in enumerate(self.events):
+            if event not in _WEBHOOK_EVENTS:
+                raise InvalidConfigError(
+                    f"events[{i}]", f"{event!r} is not one of {', '.join(_WEBHOOK_EVENTS)}"
+                )
+
+
+_TIME_SOURCES = ("event_time", "clock")
+
+
+@dataclass(frozen=True, slots=True)
+class AlertsConfig:
+    """The alert rules, their per-group overrides, and the notifiers (``offsetscope.alerts``)."""
+
+    enabled: bool = True
+    # The alerts query (checkpoint folder, Delta idempotency app id) and its trigger.
+    query_name: str = "offsetscope_alerts"
+    trigger: str = "available_now"
+    processing_time: str = "1 minute"
+    # "event_time": rules are evaluated as of the newest record the ingest query has read (a
+    # replay of old logs raises the alerts of that time); "clock": as of the wall clock.
+    time_source: str = "event_time"
+    # How far back the rules read history for a group; open alerts are carried over beyond it.
+    lookback: str = "24h"
+    rebalance_storm: RebalanceStormRule = field(default_factory=RebalanceStormRule)
+    member_churn: MemberChurnRule = field(default_factory=MemberChurnRule)
+    rebalance_stuck: RebalanceStuckRule = field(default_factory=RebalanceStuckRule)
+    lag_stall: LagStallRule = field(default_factory=LagStallRule)
+    hanging_transaction: HangingTransactionRule = field(default_factory=HangingTransactionRule)
+    data_loss: DataLossRule = field(default_factory=DataLossRule)
+    quality: QualityFailureRule = field(default_factory=QualityFailureRule)
+    notify: NotifyConfig = field(default_factory=NotifyConfig)
+
+    def __post_init__(self) -> None:
+        if self.trigger not in _TRIGGERS:
+            raise InvalidConfigError("trigger", f"must be one of {', '.join(_TRIGGERS)}")
+        if self.time_source not in _TIME_SOURCES:
+            raise InvalidConfigError("time_source", f"must be one of {', '.join(_TIME_SOURCES)}")
+        if not _TABLE_NAME.match(self.query_name):
+            raise InvalidConfigError("query_name", f"{self.query_name!r} is not a plain name")
+        _check_durations(self, "lookback")
+
+
+@dataclass(frozen=True, slots=True)
+class QualityConfig:
+    """Data-quality gates (``offsetscope.quality``): great-expectations suites per table."""
+
+    enabled: bool = True
+    # Timestamps before this date are implausible (Kafka's first release was in 2011).
+    earliest_timestamp: str = "2010-01-01"
+    # Timestamps later than the validation time plus this are implausible.
+    future_tolerance: str = "1d"
+    # Send the rows that fail an expectation to quality_quarantine instead of the table.
+    quarantine_failed_rows: bool = True
+
+    def __post_init__(self) -> None:
+        if not re.match(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$", self.earliest_timestamp):
+            raise InvalidConfigError("earliest_timestamp", "must be a date such as '2010-01-01'")
+        _check_durations(self, "future_tolerance")
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     env: str = "base"
@@ -368,6 +694,8 @@ class Config:
     broker: BrokerConfig = field(default_factory=BrokerConfig)
     tables: TableNames = field(default_factory=TableNames)
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+    alerts: AlertsConfig = field(default_factory=AlertsConfig)
+    quality: QualityConfig = field(default_factory=QualityConfig)
 
 
 # --------------------------------------------------------------------------- loading
