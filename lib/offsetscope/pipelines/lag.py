@@ -72,14 +72,10 @@ class KafkaSampler:
     """End offsets from a cluster with the AdminClient (see the module docstring)."""
 
     def __init__(self, cfg: Config, clock: Clock, timeout_s: float = 30.0) -> None:
-        from confluent_kafka.admin import AdminClient
+        from offsetscope import secrets
 
-        from offsetscope.spark.sources import resolve_option
-
-        k = cfg.sources.kafka
-        conf: dict[str, str | int | float | bool] = {"bootstrap.servers": k.bootstrap_servers}
-        conf.update({name: resolve_option(v) for name, v in k.admin_options.items()})
-        self.admin = AdminClient(conf)
+        # [sources.kafka.security] and the admin_options pass-through, secrets resolved here.
+        self.admin = secrets.KafkaAdmin(cfg.sources.kafka, secrets.resolver_for())
         self.clock = clock
         self.timeout_s = timeout_s
 

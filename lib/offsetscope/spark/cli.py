@@ -108,7 +108,7 @@ def _sql(args: argparse.Namespace) -> int:
         return 1
     print(format_table(columns, [tuple(r) for r in rows], args.truncate))
     noun = "row" if len(rows) == 1 else "rows"
-    suffix = f" (first {len(rows)}; --limit for more)" if more else ""
+    suffix = f" shown, more left out by --limit {args.limit}" if more else ""
     print(f"({len(rows)} {noun}{suffix})")
     return 0
 

@@ -11,11 +11,12 @@ offsets and transaction topics -- the internal ones, or mirror topics holding th
 ``kafka.isolation.level`` (``read_committed``: aborted transactional offset commits never
 arrive), ``startingOffsets``, ``maxOffsetsPerTrigger`` (a bounded first batch on a big cluster),
 ``failOnDataLoss`` (off by default, deliberately: compaction removes records under a stale
-checkpoint; the audit table records the offsets a batch did not see) and every
-``[sources.kafka.options]`` entry as a ``kafka.<name>`` consumer property (security settings;
-``env:NAME`` values are read from the environment here, at the edge). Spark's Kafka source does
-not expose producer ids or batch flags, and never delivers control records: ``producer_id`` is
--1 and both flags false.
+checkpoint; the audit table records the offsets a batch did not see), ``groupIdPrefix`` (the
+consumer-based offset reader joins a group of its own, which then shows up in
+``__consumer_offsets`` too) and the connection settings of :mod:`offsetscope.secrets`
+(``[sources.kafka.security]`` and the ``options`` pass-through, secret references resolved here,
+at the edge). Spark's Kafka source does not expose producer ids or batch flags, and never
+delivers control records: ``producer_id`` is -1 and both flags false.
 
 **Segments** (``[sources.segments]``): a Python streaming data source (Spark 4.1
 ``pyspark.sql.datasource``) over ``<log_dir>/<topic>-<partition>/`` segment files, the only
@@ -33,7 +34,6 @@ until ``processAllAvailable`` returns (``offsetscope.pipelines.ingest.run``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -49,7 +49,8 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from offsetscope.config import Config, InvalidConfigError, default_conf_dir
+from offsetscope import secrets
+from offsetscope.config import Config, default_conf_dir
 from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC
 from offsetscope.spark import logdir
 from offsetscope.spark.tables import SOURCE_SCHEMA
@@ -57,9 +58,6 @@ from offsetscope.spark.tables import SOURCE_SCHEMA
 SEGMENTS_FORMAT = "offsetscope_segments"
 KAFKA = "kafka"
 SEGMENTS = "segments"
-# The consumer-based offset reader subscribes as a group of its own; a recognisable prefix lets
-# the history tell the pipeline's own group apart (it shows up in __consumer_offsets too).
-GROUP_ID_PREFIX = "offsetscope-ingest"
 
 
 def source_spark_schema() -> StructType:
@@ -71,28 +69,13 @@ def source_spark_schema() -> StructType:
 # ----------------------------------------------------------------------------- Kafka
 
 
-def resolve_option(value: str) -> str:
-    """A configured value, with ``env:NAME`` references read from the environment.
+def kafka_options(cfg: Config, resolver: secrets.Resolver | None = None) -> dict[str, str]:
+    """The options of Spark's Kafka source for ``cfg`` (see the module docstring).
 
-    Raises:
-        InvalidConfigError: the variable is not set, or the reference kind is unsupported here.
+    Connection settings come from :func:`offsetscope.secrets.spark_kafka_options`:
+    ``[sources.kafka.security]`` plus the ``options`` pass-through, secret references resolved
+    by ``resolver`` (default: environment variables only).
     """
-    if value.startswith("env:"):
-        name = value[4:]
-        if name not in os.environ:
-            raise InvalidConfigError(
-                f"sources.kafka.options ({name})", "environment variable is not set"
-            )
-        return os.environ[name]
-    if value.startswith("secret:"):
-        raise InvalidConfigError(
-            "sources.kafka.options", "secret: references are resolved by the platform (Databricks)"
-        )
-    return value
-
-
-def kafka_options(cfg: Config) -> dict[str, str]:
-    """The options of Spark's Kafka source for ``cfg`` (see the module docstring)."""
     k = cfg.sources.kafka
     options = {
         "kafka.bootstrap.servers": k.bootstrap_servers,
@@ -101,11 +84,10 @@ def kafka_options(cfg: Config) -> dict[str, str]:
         "maxOffsetsPerTrigger": str(k.max_offsets_per_trigger),
         "failOnDataLoss": "true" if k.fail_on_data_loss else "false",
         "kafka.isolation.level": k.isolation_level,
-        "groupIdPrefix": GROUP_ID_PREFIX,
+        "groupIdPrefix": k.group_id_prefix,
         "includeHeaders": "false",
     }
-    for name, value in k.options.items():
-        options[name if name.startswith("kafka.") else f"kafka.{name}"] = resolve_option(value)
+    options.update(secrets.spark_kafka_options(k, resolver or secrets.Resolver()))
     return options
 
 
@@ -144,7 +126,7 @@ def from_kafka_rows(df: DataFrame, kinds: Mapping[str, str]) -> DataFrame:
 def kafka_stream(spark: SparkSession, cfg: Config) -> DataFrame:
     """The internal topics from a Kafka cluster as a stream of :data:`SOURCE_SCHEMA` rows."""
     reader = spark.readStream.format("kafka")
-    for name, value in kafka_options(cfg).items():
+    for name, value in kafka_options(cfg, secrets.resolver_for(spark)).items():
         reader = reader.option(name, value)
     k = cfg.sources.kafka
     return from_kafka_rows(reader.load(), topic_kinds(k.offsets_topic, k.transaction_topic))
