@@ -796,7 +796,7 @@ def _coerce(hint: Any, value: Any, path: str) -> Any:
                 return _coerce(option, value, path)
             except InvalidConfigError as exc:
                 errors.append(str(exc))
-        raise InvalidConfigError(path, f"no alternative of {hint} accepts {value!r}")
+        raise InvalidConfigError(path, f"no alternative of {hint} accepts a {type(value).__name__}")
     if origin in (Mapping, dict) or hint in (Mapping, dict):
         if not isinstance(value, Mapping):
             raise InvalidConfigError(path, f"expected a table, got {type(value).__name__}")
@@ -808,18 +808,17 @@ def _coerce(hint: Any, value: Any, path: str) -> Any:
     if origin in (tuple, list) or hint in (tuple, list):
         if not isinstance(value, list):
             raise InvalidConfigError(path, f"expected an array, got {type(value).__name__}")
-        args = typing.get_args(hint)
-        item = args[0] if args else Any
-        return tuple(_coerce(item, v, f"{path}[{i}]") for i, v in enumerate(value))
+        item_types: tuple[Any, ...] = typing.get_args(hint) or (Any,)
+        return tuple(_coerce(item_types[0], v, f"{path}[{i}]") for i, v in enumerate(value))
     if hint is Any:
         return value
     if hint is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if hint is int and isinstance(value, bool):
-        raise InvalidConfigError(path, f"expected int, got bool {value!r}")
+        raise InvalidConfigError(path, "expected int, got bool")
     if isinstance(hint, type) and not isinstance(value, hint):
-        got = f"{type(value).__name__} {value!r}"
-        raise InvalidConfigError(path, f"expected {hint.__name__}, got {got}")
+        # The value itself is not echoed: a secret typed into the wrong key must not be printed.
+        raise InvalidConfigError(path, f"expected {hint.__name__}, got {type(value).__name__}")
     return value
 
 
