@@ -34,15 +34,15 @@ from offsetscope.coordinator.assignors import (
     TopicPartition,
     assignor_by_name,
 )
-from offsetscope.coordinator.assignors.java import (
-    JavaHashMap,
-    java_string_hash,
-    topic_partition_hash,
-)
 from offsetscope.coordinator.assignors.userdata import (
     cooperative_member_data,
     encode_sticky_user_data,
     sticky_member_data,
+)
+from offsetscope.coordinator.java import (
+    JavaHashMap,
+    java_string_hash,
+    topic_partition_hash,
 )
 
 pytestmark = pytest.mark.kafka

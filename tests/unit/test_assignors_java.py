@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from offsetscope.coordinator.assignors import TopicPartition
-from offsetscope.coordinator.assignors.java import (
+from offsetscope.coordinator.java import (
     JavaHashMap,
     JavaHashSet,
     JavaNoSuchElementError,

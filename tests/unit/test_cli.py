@@ -9,9 +9,9 @@ import pytest
 from golden import GOLDEN, OC_KEY
 
 from offsetscope.cli import main
+from offsetscope.dump_log import dump_log_lines
 from offsetscope.protocol.log import PartitionWriter
 from offsetscope.protocol.log.model import RecordSpec
-from offsetscope.dump_log import dump_log_lines
 
 
 def test_decode_record_prints_the_console_formatter_shape(

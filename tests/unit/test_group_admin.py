@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from offsetscope.coordinator.errors import Errors
 from offsetscope.coordinator.group import events as ev
-from offsetscope.coordinator.group.errors import Errors
 from offsetscope.coordinator.group.messages import DescribedGroupMember, ListedGroup, MemberIdentity
 from offsetscope.coordinator.group.testing import GroupTestContext, subscription
 

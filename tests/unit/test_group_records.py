@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uuid
 
+from offsetscope.coordinator.errors import Errors
 from offsetscope.coordinator.group import messages as msg
-from offsetscope.coordinator.group.errors import Errors
 from offsetscope.coordinator.group.messages import MemberIdentity
 from offsetscope.coordinator.group.testing import GroupTestContext, assignment, subscription
 from offsetscope.protocol import decode_record, encode_record

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from offsetscope.config import InvalidConfigError
+from offsetscope.coordinator.errors import Errors
 from offsetscope.coordinator.group import events as ev
 from offsetscope.coordinator.group.config import GroupCoordinatorConfig
-from offsetscope.coordinator.group.errors import Errors
 from offsetscope.coordinator.group.messages import JoinGroupResponse, SyncGroupResponse
 from offsetscope.coordinator.group.states import ClassicGroupState as S
 from offsetscope.coordinator.group.testing import GroupTestContext

@@ -9,7 +9,6 @@ import pytest
 from offsetscope.coordinator.group import changes as ch
 from offsetscope.coordinator.group.events import LeaveCause
 from offsetscope.coordinator.group.group import ClassicGroup
-from offsetscope.coordinator.group.java import grown_capacity, hashmap_order, java_string_hash
 from offsetscope.coordinator.group.messages import Protocol
 from offsetscope.coordinator.group.states import (
     VALID_PREVIOUS_STATES,
@@ -18,6 +17,7 @@ from offsetscope.coordinator.group.states import (
     can_rebalance,
     check_transition,
 )
+from offsetscope.coordinator.java import grown_capacity, hashmap_order, java_string_hash
 
 S = ClassicGroupState
 

@@ -6,10 +6,10 @@ import pytest
 from test_history_support import T0, txn_log
 
 from offsetscope.coordinator.clock import VirtualClock
+from offsetscope.coordinator.errors import Errors
 from offsetscope.coordinator.log import LogStore
 from offsetscope.coordinator.txn.config import TransactionCoordinatorConfig
 from offsetscope.coordinator.txn.coordinator import EndTxnResponse
-from offsetscope.coordinator.txn.errors import Errors
 from offsetscope.coordinator.txn.events import TxnCause, TxnOutcome
 from offsetscope.coordinator.txn.metadata import TopicPartition
 from offsetscope.coordinator.txn.runtime import TxnRuntime

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uuid
 
+from offsetscope.coordinator.errors import Errors
 from offsetscope.coordinator.group import messages as msg
-from offsetscope.coordinator.group.errors import Errors
 from offsetscope.coordinator.group.testing import GroupTestContext
 
 G = "reports"

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from offsetscope.coordinator.errors import Errors
 from offsetscope.coordinator.log import AbortedTxn, LogRecord, LogStore
 from offsetscope.coordinator.producer_state import (
     INT_MAX,
@@ -19,7 +20,6 @@ from offsetscope.coordinator.producer_state import (
     decrement_sequence,
     increment_sequence,
 )
-from offsetscope.coordinator.txn.errors import Errors
 from offsetscope.protocol.log.control import EndTxnMarker
 
 PID = 4000

@@ -15,7 +15,9 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 def test_readme_decode_record_example(capsys: pytest.CaptureFixture[str]) -> None:
     text = README.read_text()
-    match = re.search(r"\$ \.venv/bin/offsetscope (decode record [^\n]*\\\n[^\n]*)\n([^\n]+)\n", text)
+    match = re.search(
+        r"\$ \.venv/bin/offsetscope (decode record [^\n]*\\\n[^\n]*)\n([^\n]+)\n", text
+    )
     assert match, "the README lost its decode record example"
     argv = shlex.split(match.group(1).replace("\\\n", " "))
     assert main(argv) == 0

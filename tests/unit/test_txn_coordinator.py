@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from offsetscope.coordinator.clock import VirtualClock
+from offsetscope.coordinator.errors import Errors
 from offsetscope.coordinator.result import CoordinatorResult
 from offsetscope.coordinator.txn.config import TransactionCoordinatorConfig
 from offsetscope.coordinator.txn.coordinator import (
@@ -15,7 +16,6 @@ from offsetscope.coordinator.txn.coordinator import (
     ProducerIdAndEpoch,
     TransactionCoordinator,
 )
-from offsetscope.coordinator.txn.errors import Errors
 from offsetscope.coordinator.txn.events import (
     TxnCause,
     TxnOutcome,

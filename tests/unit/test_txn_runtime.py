@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from offsetscope.coordinator.clock import VirtualClock
+from offsetscope.coordinator.errors import Errors
 from offsetscope.coordinator.log import AbortedTxn, LogRecord, LogStore, PartitionLog
 from offsetscope.coordinator.producer_state import MarkerResult
 from offsetscope.coordinator.txn.config import TransactionCoordinatorConfig
-from offsetscope.coordinator.txn.errors import Errors
 from offsetscope.coordinator.txn.events import TxnCause, TxnOutcome, TxnOutcomeKind
 from offsetscope.coordinator.txn.metadata import TopicPartition
 from offsetscope.coordinator.txn.runtime import MarkerWriteError, TxnRuntime

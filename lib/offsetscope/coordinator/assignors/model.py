@@ -8,7 +8,7 @@ metadata the leader sees (``ClusterMetadata``: partition counts and, for the rac
 variants of KIP-881, the rack of every replica) and the rebalance protocols of KIP-429.
 
 Member ids, topics and racks are plain ``str``; where Kafka compares or hashes them it does so as
-Java strings (UTF-16), which ``offsetscope.coordinator.assignors.java`` reproduces.
+Java strings (UTF-16), which ``offsetscope.coordinator.java`` reproduces.
 """
 
 from __future__ import annotations
