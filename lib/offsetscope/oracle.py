@@ -66,6 +66,7 @@ from confluent_kafka import KafkaException
 
 from offsetscope import config as config_mod
 from offsetscope.config import BrokerConfig
+from offsetscope.dump_log import COMPRESSION_NAMES
 from offsetscope.harness import clients as hc
 from offsetscope.harness.broker import Broker, BrokerError, run_dump_log, tools_version
 from offsetscope.history.events import GroupMetadataEvent, OffsetCommitEvent, TransactionLogEvent
@@ -107,7 +108,6 @@ DECODERS = {
     SHARE_STATE_TOPIC: "--share-group-state-decoder",
 }
 MIN_RECORDS = 1_000
-_COMPRESSION_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime", "NoTimestampType")
 # Words that start a record line's content (everything before is record metadata).
 _CONTENT_MARKERS = (
@@ -433,7 +433,7 @@ def _batch_fields(batch: RecordBatch) -> dict[str, Any]:
         "maxTimestamp": batch.max_timestamp,
         "size": batch.size,
         "magic": batch.magic,
-        "compresscodec": _COMPRESSION_NAMES.get(int(batch.compression), str(batch.compression)),
+        "compresscodec": COMPRESSION_NAMES[int(batch.compression)],
         "crc": batch.crc,
         "isvalid": batch.crc_valid,
     }
