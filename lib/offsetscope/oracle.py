@@ -968,7 +968,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-share", action="store_true", help="leave out the share group")
     parser.add_argument(
         "--offsets-compression",
-        choices=sorted(_COMPRESSION_NAMES.values()),
+        choices=sorted(COMPRESSION_NAMES),
         default="none",
         help="offsets.topic.compression.codec of the broker the oracle starts",
     )
@@ -1004,7 +1004,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_on_new_broker(cfg: BrokerConfig, args: argparse.Namespace) -> OracleReport:
-    codec = {v: k for k, v in _COMPRESSION_NAMES.items()}[args.offsets_compression]
+    codec = COMPRESSION_NAMES.index(args.offsets_compression)
     cfg = dataclasses.replace(
         cfg,
         name="oracle",
