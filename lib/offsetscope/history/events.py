@@ -2,7 +2,7 @@
 
 One event per log record, carrying its coordinates (where and when it was written) and its
 decoded content. The same types are produced by the batch reader, by the Spark decode adapter
-(as rows of the silver tables, converted with :func:`event_from_row`) and by the tests, so the
+(decoded rows, converted by :func:`offsetscope.pipelines.events.event_from_decoded`) and by the tests, so the
 folds in this package run unchanged in all three.
 
 Why coordinates matter: Kafka does not persist every state change. The record timestamp (the
