@@ -236,6 +236,7 @@ def test_streaming_available_now_reads_both_internal_topics(
         query.stop()
 
     rows = spark.table(name).collect()
+    spark.catalog.dropTempView(name)  # the memory sink's view; the session is shared
     _assert_activity(_decode(rows), activity)
     # The reader shows up as a consumer group of its own (see the module docstring).
     assert any(

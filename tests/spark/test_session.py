@@ -58,6 +58,7 @@ def test_delta_table_in_a_metastore_schema_and_merge(spark: SparkSession, schema
         WHEN NOT MATCHED THEN INSERT *
         """
     )
+    spark.catalog.dropTempView("group_updates")  # the session is shared by every Spark test
 
     rows = {tuple(r) for r in spark.table(table).collect()}
     assert rows == {

@@ -115,9 +115,11 @@ def _await_assignment(consumers: list[Consumer]) -> None:
 
 
 def _transaction(bootstrap: str, names: Names, txn_id: str, group: str, commit: bool) -> None:
-    metadata = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": group}
-    ).consumer_group_metadata()
+    member = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        metadata = member.consumer_group_metadata()
+    finally:
+        member.close()
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id})
     producer.init_transactions(30)
     producer.begin_transaction()

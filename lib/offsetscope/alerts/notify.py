@@ -34,6 +34,7 @@ import json
 import logging
 import queue
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -259,7 +260,10 @@ class WebhookNotifier:
         return self._queue.unfinished_tasks
 
     def close(self, timeout_s: float) -> list[NotificationOutcome]:
+        """Send what is queued for up to ``timeout_s``, then stop: events still queued are
+        ``dropped``; one still being sent finishes in the background, unrecorded here."""
         if self._thread is not None:
+            deadline = time.monotonic() + timeout_s
             finished = threading.Event()
 
             def wait_queue() -> None:
@@ -269,7 +273,7 @@ class WebhookNotifier:
             threading.Thread(target=wait_queue, daemon=True).start()
             finished.wait(timeout_s)
             self._stop.set()
-            self._thread.join(timeout=max(self.timeout_s, 1.0))
+            self._thread.join(timeout=max(0.0, deadline - time.monotonic()) + 0.1)
         self._stop.set()
         while True:
             try:
