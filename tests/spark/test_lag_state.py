@@ -8,6 +8,7 @@ from pathlib import Path
 from offsetscope.history.rows import EndOffsetSample
 from offsetscope.pipelines import lag
 from offsetscope.pipelines.synthetic import SyntheticLog, Workload
+from offsetscope.protocol.log import read_partition_dir
 
 T0 = 1_700_000_000_000
 
@@ -77,3 +78,24 @@ def test_segment_sampler_reads_the_data_log_as_it_stood_at_the_event_time(
         p: truth.high_watermarks[("orders", p)] for p in final
     }
     assert all(s.last_stable_offset == s.high_watermark for s in final.values())
+
+
+def test_segment_sampler_reads_the_exact_time_of_the_first_unconsumed_record(
+    tmp_path: Path,
+) -> None:
+    workload = Workload(transactional_ids=2, records_per_tick=3, tick_ms=1_000)
+    with SyntheticLog(tmp_path, workload) as log:
+        log.run(30)
+    sampler = lag.SegmentSampler(str(tmp_path), ["__consumer_offsets", "__transaction_state"])
+    for partition_dir in sorted(tmp_path.glob("orders-*")):
+        partition = int(partition_dir.name.rsplit("-", 1)[1])
+        batches = list(read_partition_dir(partition_dir))
+        data = [(r.offset, r.timestamp) for b in batches if not b.is_control for r in b.records]
+        markers = [r.offset for b in batches if b.is_control for r in b.records]
+        end = max(o for o, _ in data) + 1
+        for offset in range(end + 2):
+            # Oracle: a full scan; a marker offset reads as the next data record.
+            expected = next((t for o, t in data if o >= offset), None)
+            assert sampler.record_time("orders", partition, offset) == expected, offset
+    assert markers, "the workload writes transaction markers into the data topic"
+    assert sampler.record_time("no-such-topic", 0, 0) is None

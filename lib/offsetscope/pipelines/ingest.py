@@ -9,12 +9,19 @@ Per micro-batch (``foreachBatch``, with ``batch_df.sparkSession``)::
                                                                    -> gold MERGEs, fold_state
     end-offset sampler ─> end_offsets ─> partition_lag          audit row: counts in/out, skips
 
+Table writes of a batch run concurrently, one thread per table (``[pipeline] write_threads``),
+each MERGE in a session of its own (the idempotency confs are per session); the fold state is
+saved after all of them and the audit row last.
+
 * **Decode once**: the source rows and the decoded rows are persisted for the batch, so every
   table reads the same decoded rows; counts in = events + quarantined + unknown is checked
   (:func:`offsetscope.spark.decode.kind_counts`) before anything is written.
 * **Heavy stream in Spark SQL**: offset commits outside transactions are committed as read
   (``resolved_by = non_transactional``; with the Kafka source and ``read_committed`` every commit
-  that arrives is committed: ``read_committed_source``).
+  that arrives is committed: ``read_committed_source``). Their rows are final and their key
+  (record partition and offset) is new by construction, so they are appended idempotently: a
+  MERGE would add a scan of the day's partition to every batch. Transactional commits, whose
+  status changes when the marker arrives, are MERGEd.
 * **Light streams on the driver** (group metadata, KIP-848 records, the transaction log,
   markers, transactional offset commits of a segment source) are collected as Arrow and folded
   with the pure folds of :mod:`offsetscope.history`: ``fold_offsets`` per ``__consumer_offsets``
@@ -184,10 +191,11 @@ def commit_rows_ms(
 
 
 def with_timestamps(rows_ms: DataFrame) -> DataFrame:
-    """Epoch-ms columns of ``offset_commits`` -> Spark timestamps (the table's types)."""
+    """Epoch-ms columns of ``offset_commits`` -> Spark timestamps (the table's types); values
+    outside Spark's range (a corrupt commit timestamp) become NULL."""
     return rows_ms.select(
         *[
-            F.timestamp_millis(F.col(c)).alias(c) if c in _MS_COLUMNS else F.col(f"`{c}`")
+            writes.millis_to_timestamp(F.col(c)).alias(c) if c in _MS_COLUMNS else F.col(f"`{c}`")
             for c in _COMMIT_COLUMNS
         ]
     )
@@ -734,7 +742,13 @@ class IngestPipeline:
             new_samples.extend(fresh)
             lag_rows.extend(
                 lagmod.lag_rows(
-                    tp[0], tp[1], current, history, fresh, self.cfg.pipeline.read_committed_groups
+                    tp[0],
+                    tp[1],
+                    current,
+                    history,
+                    fresh,
+                    self.cfg.pipeline.read_committed_groups,
+                    self.sampler.record_time,
                 )
             )
             b.new_states.append(

@@ -17,7 +17,9 @@ Lag (:class:`offsetscope.history.lag.LagIndex`, records and seconds, against the
 at each new sample's time for every group with a committed offset on that partition. What it
 needs between batches is kept per data partition in ``fold_state``: the groups' latest committed
 positions (``positions``) and the partition's recent samples (``samples``, for lag in seconds by
-interpolation), so a batch reads a few state rows, never the commit history.
+interpolation), so a batch reads a few state rows, never the commit history. Lag in seconds is
+exact where the sampler can read data records (the segment sampler: the timestamp of the first
+unconsumed record) and interpolated from the samples otherwise (the Kafka sampler).
 """
 
 from __future__ import annotations
@@ -25,16 +27,19 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from offsetscope.config import Config
 from offsetscope.coordinator.clock import Clock
-from offsetscope.history.lag import CommitPoint, LagIndex
+from offsetscope.history.lag import CommitPoint, LagIndex, RecordTime
 from offsetscope.history.rows import EndOffsetSample, PartitionLagRow
 from offsetscope.spark import logdir
 
 # Samples kept per partition for lag-in-seconds interpolation.
 RECENT_SAMPLES = 64
+# Data-record timestamps remembered by the segment sampler (see SegmentSampler.record_time).
+RECORD_TIMES_CACHED = 100_000
 
 
 class EndOffsetSampler(Protocol):
@@ -42,6 +47,10 @@ class EndOffsetSampler(Protocol):
 
     def sample(self, topics: Iterable[str], event_time: int | None) -> list[EndOffsetSample]:
         """Samples of every partition of ``topics``; ``event_time`` = newest record of the batch."""
+        ...
+
+    def record_time(self, topic: str, partition: int, offset: int) -> int | None:
+        """Timestamp of the first record at or after ``offset``, if the sampler can read it."""
         ...
 
 
@@ -52,6 +61,9 @@ class SegmentSampler:
         self.data_log_dir = data_log_dir
         self.internal = frozenset(internal_topics)
         self.tracker = logdir.EndOffsetTracker()
+        # (topic, partition, offset) -> timestamp: a group that is not consuming asks for the
+        # same offset at every batch. Bounded: cleared when full (entries are cheap to redo).
+        self._times: dict[tuple[str, int, int], int | None] = {}
 
     def sample(self, topics: Iterable[str], event_time: int | None) -> list[EndOffsetSample]:
         wanted = sorted(set(topics) - self.internal)
@@ -67,6 +79,16 @@ class SegmentSampler:
             for e in ends
         ]
 
+    def record_time(self, topic: str, partition: int, offset: int) -> int | None:
+        """Exact append time of the first unconsumed record, from the data segments."""
+        key = (topic, partition, offset)
+        if key not in self._times:
+            if len(self._times) >= RECORD_TIMES_CACHED:
+                self._times.clear()
+            path = Path(self.data_log_dir) / f"{topic}-{partition}"
+            self._times[key] = logdir.record_timestamp(path, offset) if path.is_dir() else None
+        return self._times[key]
+
 
 class KafkaSampler:
     """End offsets from a cluster with the AdminClient (see the module docstring)."""
@@ -78,6 +100,11 @@ class KafkaSampler:
         self.admin = secrets.KafkaAdmin(cfg.sources.kafka, secrets.resolver_for())
         self.clock = clock
         self.timeout_s = timeout_s
+
+    def record_time(self, topic: str, partition: int, offset: int) -> int | None:
+        """None: lag in seconds is interpolated from the samples (reading data records would
+        need READ on every data topic, beyond the documented least-privilege ACLs)."""
+        return None
 
     def sample(self, topics: Iterable[str], event_time: int | None) -> list[EndOffsetSample]:
         from confluent_kafka import IsolationLevel, TopicPartition
@@ -191,11 +218,18 @@ def lag_rows(
     history: Sequence[EndOffsetSample],
     new: Sequence[EndOffsetSample],
     read_committed_groups: Iterable[str],
+    record_time: RecordTime | None = None,
 ) -> list[PartitionLagRow]:
-    """Lag of every group with a position on the partition, at each new sample's time."""
+    """Lag of every group with a position on the partition, at each new sample's time.
+
+    ``record_time`` (the sampler's) gives exact lag in seconds where data records are readable;
+    without it, or where it returns None, lag in seconds is interpolated from the samples.
+    """
     commits = [
         CommitPoint(p.group_id, topic, partition, p.offset, p.at, p.record_offset)
         for p in positions.values()
     ]
     index = LagIndex(commits, [*history, *new])
-    return index.rows_at_samples(new, read_committed_groups=read_committed_groups)
+    return index.rows_at_samples(
+        new, read_committed_groups=read_committed_groups, record_time=record_time
+    )

@@ -54,6 +54,7 @@ from offsetscope.protocol.log import (
     ScanReport,
     SegmentFiles,
     list_segments,
+    read_batches,
     read_offset_index,
     scan_columns,
 )
@@ -247,6 +248,35 @@ def seek_position(segment: SegmentFiles, offset: int) -> int:
             break
         position = entry.position
     return position
+
+
+def record_timestamp(partition_path: str | os.PathLike[str], offset: int) -> int | None:
+    """Timestamp of the first record at or after ``offset`` in a partition directory.
+
+    That record is the first one a group with committed offset ``offset`` has not consumed, so
+    ``as_of - timestamp`` is its lag in seconds, exactly (``offsetscope.history.lag``). Reads one
+    batch: the segment holding the offset, sought with its ``.index``, framed by headers up to
+    the batch holding it, which alone is decoded (transaction markers are skipped: consumers
+    never see them). None when no record at or after ``offset`` is
+    in the directory (deleted by retention, or not written yet).
+    """
+    segments = list_segments(partition_path)
+    start = max((i for i, s in enumerate(segments) if s.base_offset <= offset), default=0)
+    for segment in segments[start:]:
+        framed = frame_file(segment.log, seek_position(segment, offset))
+        for frame in framed.frames:
+            if frame.last_offset < offset:
+                continue
+            with segment.log.open("rb") as handle:
+                handle.seek(frame.position)
+                data = handle.read(frame.size)
+            for batch in read_batches(data, base_position=frame.position, file=str(segment.log)):
+                if batch.is_control:  # a marker is never consumed: the next data record is
+                    continue
+                for record in batch.records:
+                    if record.offset >= offset:
+                        return record.timestamp
+    return None
 
 
 def _last_index_position(segment: SegmentFiles) -> int:
