@@ -14,7 +14,11 @@ operation) pair of a batch has its own app id: one app id per write, or the seco
 batch to the same table would be skipped as a replay of the first.
 
 Rows built on the driver (fold outputs) become DataFrames through Arrow with the table's own
-schema (:func:`offsetscope.spark.tables.arrow_schema`). Errors are not caught here: a failed
+schema (:func:`offsetscope.spark.tables.arrow_schema`). Timestamps are epoch milliseconds from
+record fields, which a corrupt or hostile record can set to anything an int64 holds; Spark's
+timestamps cover the years 1 to 9999 only, so values outside that range are stored as NULL
+(:func:`millis_to_timestamp` in Spark SQL, :func:`records_frame` for driver rows) -- the raw
+bytes stay in ``raw_records`` -- rather than failing the batch with an overflow. Errors are not caught here: a failed
 write fails the batch and the query (``DESIGN.md``: infrastructure errors are never swallowed).
 """
 
@@ -27,6 +31,7 @@ from typing import Any
 import pyarrow as pa
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from offsetscope.config import Config
 from offsetscope.history import tables as history
@@ -37,6 +42,14 @@ TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 # Literal IN-lists up to this size are added to MERGE conditions so that Delta prunes files by
 # their min/max statistics; beyond it the join alone decides.
 MAX_PRUNE_VALUES = 1_000
+# Spark's TimestampType: 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59.999Z, in epoch ms.
+MIN_TIMESTAMP_MS = -62_135_596_800_000
+MAX_TIMESTAMP_MS = 253_402_300_799_999
+
+
+def millis_to_timestamp(column: Column) -> Column:
+    """Epoch milliseconds -> a Spark timestamp; NULL outside the years 1-9999."""
+    return F.when(column.between(MIN_TIMESTAMP_MS, MAX_TIMESTAMP_MS), F.timestamp_millis(column))
 
 
 def app_id(query_name: str, logical: str, operation: str) -> str:
@@ -147,9 +160,39 @@ def records_frame(
     """A DataFrame of plain records (column name -> value; timestamps as epoch ms)."""
     spec = catalogue.spec(logical)
     schema = catalogue.arrow_schema(spec)
+    timed = [f for f in schema if _has_timestamp(f.type)]
+    if timed:
+        records = [
+            {**r, **{f.name: _in_range(r.get(f.name), f.type) for f in timed}} for r in records
+        ]
     table = pa.Table.from_pylist(list(records), schema=schema)
     df: DataFrame = spark.createDataFrame(table, schema=spec.written_ddl())
     return df
+
+
+def _has_timestamp(t: pa.DataType) -> bool:
+    if pa.types.is_timestamp(t):
+        return True
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _has_timestamp(t.value_type)
+    if pa.types.is_struct(t):
+        return any(_has_timestamp(f.type) for f in t)
+    return False
+
+
+def _in_range(value: Any, t: pa.DataType) -> Any:
+    """``value`` with every epoch-ms timestamp outside Spark's range (at any depth) set to None."""
+    if value is None:
+        return None
+    if pa.types.is_timestamp(t):
+        if isinstance(value, int) and not MIN_TIMESTAMP_MS <= value <= MAX_TIMESTAMP_MS:
+            return None
+        return value
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return [_in_range(v, t.value_type) for v in value]
+    if pa.types.is_struct(t) and isinstance(value, Mapping):
+        return {**value, **{f.name: _in_range(value.get(f.name), f.type) for f in t}}
+    return value
 
 
 def _empty(spark: SparkSession, spec: catalogue.TableSpec) -> DataFrame:
