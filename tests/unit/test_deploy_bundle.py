@@ -104,11 +104,6 @@ def test_the_bundle_has_dev_and_prod_targets_and_both_jobs() -> None:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="[project.scripts] lacks offsetscope-ingest/offsetscope-alerts and the wheel does not "
-    "ship jobs/ yet (asked of the lead; remove this marker with that change)",
-)
 def test_every_entry_point_is_a_project_script_of_the_wheel() -> None:
     scripts = PYPROJECT["project"]["scripts"]
     for _, task in wheel_tasks():
