@@ -16,15 +16,27 @@ Figures:
   --format dump-log`` and ``kafka-dump-log.sh --offsets-decoder`` (``--transaction-log-decoder``
   for the transaction log) as whole processes on one pinned core writing to /dev/null, JVM and
   interpreter start-up included (median of 3). ``cli_vs_dumplog_ratio`` divides the two.
+
+Before anything is timed, both tools dump the whole input once and their outputs are compared
+line by line (the ``Dumping <path>`` lines aside, whose path spelling differs): a speed-up that
+changed what is printed would not be a speed-up. ``transactionStatus`` is printed the way the
+DumpLogSegments release in ``build/jvm/kafka-tools`` prints it (a number before 4.4, the state
+name from 4.4: ``--status-format``).
+
+``scale`` (``make bench BENCH_SCALE=0.01``) shrinks every count for a quick run of the harness.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import subprocess
 import sys
+import tempfile
 import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.common import WORK, Metric, run_process
@@ -37,6 +49,31 @@ GROUP_RECORDS = 10_000
 TXN_RECORDS = 20_000
 T0 = 1_700_000_000_000
 INPUT = WORK / "decode-input"
+
+
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    """How many records of each kind the input holds."""
+
+    commits: int = COMMITS
+    group_records: int = GROUP_RECORDS
+    txn_records: int = TXN_RECORDS
+
+    @classmethod
+    def scaled(cls, scale: float) -> Sizes:
+        return cls(
+            max(1, int(COMMITS * scale)),
+            max(1, int(GROUP_RECORDS * scale)),
+            max(3, int(TXN_RECORDS * scale)),
+        )
+
+    @property
+    def total(self) -> int:
+        return self.commits + self.group_records + self.txn_records
+
+    def input_dir(self) -> Path:
+        # the full-size input keeps its historical path so an existing cache is reused
+        return INPUT if self == Sizes() else WORK / f"decode-input-{self.commits}"
 
 
 def _member(i: int, topics: list[str]) -> dict[str, object]:
@@ -65,13 +102,16 @@ def _member(i: int, topics: list[str]) -> dict[str, object]:
     }
 
 
-def generate(root: Path = INPUT) -> dict[str, int]:
+def generate(sizes: Sizes | None = None, root: Path | None = None) -> dict[str, int]:
     """Write the input directory (idempotent: reused when its manifest matches)."""
+    sizes = sizes or Sizes()
+    root = root or sizes.input_dir()
+    commits, group_records, txn_records = sizes.commits, sizes.group_records, sizes.txn_records
     manifest = root / "manifest.json"
     want = {
-        "commits": COMMITS,
-        "group_records": GROUP_RECORDS,
-        "txn_records": TXN_RECORDS,
+        "commits": commits,
+        "group_records": group_records,
+        "txn_records": txn_records,
         "version": 2,
     }
     if manifest.exists() and json.loads(manifest.read_text()) == want:
@@ -84,13 +124,13 @@ def generate(root: Path = INPUT) -> dict[str, int]:
     with PartitionWriter(root / "__consumer_offsets-0", config=config) as log:
         written = groups = 0
         ts = T0
-        while written < COMMITS:
+        while written < commits:
             ts += rng.randint(0, 3)
             g = rng.randrange(10_000)
             topic = f"orders-{g % 50}"
             batch = []
             v4 = g % 2 == 0
-            for _ in range(min(rng.randint(1, 8), COMMITS - written)):
+            for _ in range(min(rng.randint(1, 8), commits - written)):
                 value = {
                     "offset": rng.randrange(10**9),
                     "leaderEpoch": rng.randrange(5),
@@ -110,7 +150,7 @@ def generate(root: Path = INPUT) -> dict[str, int]:
                 batch.append(RecordSpec(key, val, ts))
                 written += 1
             log.append(batch)
-            if groups < GROUP_RECORDS and written * GROUP_RECORDS >= groups * COMMITS:
+            if groups < group_records and written * group_records >= groups * commits:
                 members = [_member(g * 3 + m, [topic]) for m in range(3)]
                 value = {
                     "protocolType": "consumer",
@@ -126,7 +166,7 @@ def generate(root: Path = INPUT) -> dict[str, int]:
                 log.append([RecordSpec(key, val, ts)])
                 groups += 1
     with PartitionWriter(root / "__transaction_state-0", config=config) as log:
-        for i in range(TXN_RECORDS):
+        for i in range(txn_records):
             status = (1, 2, 4)[i % 3]
             value = {
                 "producerId": 1000 + i // 3,
@@ -149,7 +189,7 @@ def generate(root: Path = INPUT) -> dict[str, int]:
     return want
 
 
-def segments(topic: str, root: Path = INPUT) -> list[Path]:
+def segments(topic: str, root: Path) -> list[Path]:
     return sorted((root / f"{topic}-0").glob("*.log"))
 
 
@@ -185,18 +225,80 @@ def library_worker(root: Path) -> None:
     print(json.dumps({"records": rows, "errors": errors, "seconds": time.perf_counter() - start}))
 
 
-def run(runs: int = 3) -> list[Metric]:
-    counts = generate()
-    total = counts["commits"] + counts["group_records"] + counts["txn_records"]
-    size_mb = sum(p.stat().st_size for p in INPUT.rglob("*.log")) / 2**20
+def _lines(cmd: Sequence[str], stderr: Path) -> Iterator[str]:
+    """The stdout lines of ``cmd`` without ``Dumping <path>`` lines; fails if ``cmd`` fails."""
+    with stderr.open("wb") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1 << 20)
+        assert proc.stdout is not None
+        try:
+            for line in proc.stdout:
+                if not line.startswith("Dumping "):
+                    yield line
+        finally:
+            proc.stdout.close()
+            code = proc.wait()
+    if code != 0:
+        raise RuntimeError(f"{cmd[0]} exited {code}: {stderr.read_text()[-2000:]}")
+
+
+def check_identical(ours: Sequence[str], theirs: Sequence[str]) -> int:
+    """Run both dumpers once and compare their outputs line by line; returns the line count.
+
+    Both run at the same time and are read in lock-step, so neither output is stored whole.
+
+    Raises:
+        RuntimeError: the first differing line (with its number), or a tool that failed.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        pairs = itertools.zip_longest(
+            _lines(ours, Path(tmp) / "ours.err"), _lines(theirs, Path(tmp) / "theirs.err")
+        )
+        count = 0
+        for count, (a, b) in enumerate(pairs, start=1):
+            if a != b:
+                raise RuntimeError(
+                    f"dump-log output differs from DumpLogSegments at line {count}:\n"
+                    f"  offsetscope:     {a!r}\n  DumpLogSegments: {b!r}"
+                )
+    return count
+
+
+def run(runs: int = 3, scale: float = 1.0) -> list[Metric]:
+    sizes = Sizes.scaled(scale)
+    root = sizes.input_dir()
+    counts = generate(sizes)
+    total = sizes.total
+    size_mb = sum(p.stat().st_size for p in root.rglob("*.log")) / 2**20
     described = (
         f"{counts['commits']:,} offset commits + {counts['group_records']:,} group metadata "
         f"+ {counts['txn_records']:,} txn records, {size_mb:.0f} MiB of segments"
     )
+    from offsetscope.harness.broker import dump_log_command, tools_version
+
+    tools = tools_version()
+    status_format = "name" if tuple(int(p) for p in tools.split(".")[:2]) >= (4, 4) else "number"
+    cli = [
+        sys.executable,
+        "-m",
+        "offsetscope.cli",
+        "decode",
+        "segment",
+        "--format",
+        "dump-log",
+        "--status-format",
+        status_format,
+    ]
+    offsets_files = [str(p) for p in segments("__consumer_offsets", root)]
+    txn_files = [str(p) for p in segments("__transaction_state", root)]
+    lines = check_identical(
+        [*cli, *offsets_files], dump_log_command(offsets_files, "offsets")
+    ) + check_identical([*cli, *txn_files], dump_log_command(txn_files, "transaction"))
+    print(f"  dump-log output identical to DumpLogSegments {tools}: {lines:,} lines", flush=True)
+
     lib = []
     for _ in range(runs):
         out = subprocess.run(
-            ["taskset", "-c", "0", sys.executable, "-m", "bench.decode", "--worker", str(INPUT)],
+            ["taskset", "-c", "0", sys.executable, "-m", "bench.decode", "--worker", str(root)],
             check=True,
             capture_output=True,
             text=True,
@@ -205,14 +307,9 @@ def run(runs: int = 3) -> list[Metric]:
         if res["records"] != total or res["errors"]:
             raise RuntimeError(f"decoder produced {res} for {total} records")
         lib.append(res["records"] / res["seconds"])
-    cli = [sys.executable, "-m", "offsetscope.cli", "decode", "segment", "--format", "dump-log"]
-    offsets_files = [str(p) for p in segments("__consumer_offsets")]
-    txn_files = [str(p) for p in segments("__transaction_state")]
 
     def ours() -> float:
         return run_process([*cli, *offsets_files]) + run_process([*cli, *txn_files])
-
-    from offsetscope.harness.broker import dump_log_command
 
     def theirs() -> float:
         return run_process(dump_log_command(offsets_files, "offsets")) + run_process(
@@ -221,19 +318,20 @@ def run(runs: int = 3) -> list[Metric]:
 
     ours_s = [ours() for _ in range(runs)]
     theirs_s = [theirs() for _ in range(runs)]
+    identical = f"outputs identical line for line to DumpLogSegments {tools} ({lines:,} lines)"
     cli_rate = Metric(
         "cli_decode_records_per_s",
         "records/s",
         [total / s for s in ours_s],
         described,
-        "whole process, 1 core, dump-log text to /dev/null",
+        f"whole process, 1 core, dump-log text to /dev/null; {identical}",
     )
     dump_rate = Metric(
         "dumplog_records_per_s",
         "records/s",
         [total / s for s in theirs_s],
         described,
-        "Kafka's DumpLogSegments, whole process, 1 core, to /dev/null",
+        f"Kafka {tools} DumpLogSegments, whole process, 1 core, to /dev/null",
     )
     ratio = Metric(
         "cli_vs_dumplog_ratio",

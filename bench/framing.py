@@ -15,8 +15,10 @@ from pathlib import Path
 from bench.common import Metric
 
 
-def run(runs: int = 3) -> list[Metric]:
-    singles, hundreds = [], []
+def run(runs: int = 3, scale: float = 1.0) -> list[Metric]:
+    records = max(1_000, int(1_000_000 * scale))
+    singles: list[float] = []
+    hundreds: list[float] = []
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "framing.json"
@@ -31,12 +33,13 @@ def run(runs: int = 3) -> list[Metric]:
                         "bench.framing",
                         "--case",
                         str(per_batch),
+                        str(records),
                         str(out),
                     ],
                     check=True,
                 )
                 sink.append(json.loads(out.read_text())["columnar_records_per_s"])
-    described = "1,000,000 offset-commit records (type 1 key, value v3), uncompressed"
+    described = f"{records:,} offset-commit records (type 1 key, value v3), uncompressed"
     return [
         Metric(
             "framing_single_record_batches_per_s",
@@ -55,14 +58,14 @@ def run(runs: int = 3) -> list[Metric]:
     ]
 
 
-def _case(per_batch: int, out: Path) -> None:
+def _case(per_batch: int, records: int, out: Path) -> None:
     import time
 
     from bench.log_framing import columnar, write_segment
     from offsetscope.protocol.log import Compression
 
     with tempfile.TemporaryDirectory() as tmp:
-        path = write_segment(Path(tmp) / "seg", 1_000_000, per_batch, Compression.NONE)
+        path = write_segment(Path(tmp) / "seg", records, per_batch, Compression.NONE)
         start = time.process_time()
         n = columnar(path)
         elapsed = time.process_time() - start
@@ -70,4 +73,4 @@ def _case(per_batch: int, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    _case(int(sys.argv[2]), Path(sys.argv[3]))
+    _case(int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]))

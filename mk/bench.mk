@@ -1,0 +1,23 @@
+# Benchmark setup (bench/, `make bench` in the top-level Makefile runs python -m bench.run).
+# Burrow, the side-by-side peer of issue 8, comes from the distribution's `burrow` package,
+# installed by the benchmark's own setup when absent (the package's binary is /usr/bin/Burrow). An install that cannot happen (no apt,
+# no root, no network) does not stop `make bench`: the exact error lines are kept in
+# .work/bench/burrow/install.log and the Burrow benchmark reports them as its finding.
+BURROW_DIR := .work/bench/burrow
+
+bench-burrow: ## install Debian's burrow package when absent (errors kept in .work/bench/burrow/install.log)
+	@mkdir -p $(BURROW_DIR)
+	@if command -v Burrow >/dev/null 2>&1; then \
+		echo "burrow: $$(command -v Burrow) already installed" | tee $(BURROW_DIR)/install.log; \
+	elif ! command -v apt-get >/dev/null 2>&1; then \
+		echo "burrow: apt-get is not available on this machine" | tee $(BURROW_DIR)/install.log; \
+	else \
+		{ apt-get install -y burrow || { apt-get update && apt-get install -y burrow; }; } \
+			> $(BURROW_DIR)/install.log 2>&1 \
+			&& echo "burrow: installed $$(command -v Burrow)" \
+			|| { echo "burrow: install failed (exit $$?), see $(BURROW_DIR)/install.log"; tail -5 $(BURROW_DIR)/install.log; }; \
+	fi
+
+bench: bench-burrow
+
+.PHONY: bench-burrow

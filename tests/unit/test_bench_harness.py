@@ -1,0 +1,69 @@
+"""The benchmark harness on tiny inputs: the dump-log identity check and the decode input.
+
+Speed is never asserted here; these check that the harness measures the right thing (the
+input holds the records it claims, the identity check catches a difference).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from bench import decode
+
+
+def _printer(*lines: str) -> list[str]:
+    return [sys.executable, "-c", f"print({chr(10).join(lines)!r})"]
+
+
+def test_identity_check_ignores_dumping_lines_and_counts_the_rest() -> None:
+    ours = _printer("Dumping a/00.log", "Log starting offset: 0", "| offset: 0")
+    theirs = _printer("Dumping /abs/a/00.log", "Log starting offset: 0", "| offset: 0")
+    assert decode.check_identical(ours, theirs) == 2
+
+
+def test_identity_check_names_the_first_differing_line() -> None:
+    ours = _printer("Dumping x", "same", '"transactionStatus":"Ongoing"')
+    theirs = _printer("Dumping y", "same", '"transactionStatus":1')
+    with pytest.raises(RuntimeError, match="at line 2") as caught:
+        decode.check_identical(ours, theirs)
+    assert "Ongoing" in str(caught.value)
+
+
+def test_identity_check_catches_a_shorter_output() -> None:
+    with pytest.raises(RuntimeError, match="at line 2"):
+        decode.check_identical(_printer("a", "b"), _printer("a"))
+
+
+def test_identity_check_fails_when_a_tool_fails() -> None:
+    failing = [sys.executable, "-c", "import sys; print('a'); sys.exit(3)"]
+    with pytest.raises(RuntimeError, match="exited 3"):
+        decode.check_identical(failing, _printer("a"))
+
+
+def test_scaled_sizes_keep_every_kind() -> None:
+    sizes = decode.Sizes.scaled(0.001)
+    assert (sizes.commits, sizes.group_records, sizes.txn_records) == (1_000, 10, 20)
+    assert sizes.total == 1_030
+    assert decode.Sizes.scaled(1.0) == decode.Sizes()
+    assert decode.Sizes().input_dir() == decode.INPUT
+    assert sizes.input_dir() != decode.INPUT
+
+
+def test_generated_input_decodes_to_its_record_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sizes = decode.Sizes.scaled(0.001)
+    counts = decode.generate(sizes, tmp_path)
+    assert counts["commits"] == 1_000
+    assert decode.segments("__consumer_offsets", tmp_path)
+    decode.library_worker(tmp_path)
+    result = json.loads(capsys.readouterr().out)
+    assert result["records"] == sizes.total
+    assert result["errors"] == 0
+    # a second call reuses the directory (manifest unchanged)
+    before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.log")}
+    decode.generate(sizes, tmp_path)
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.log")} == before
