@@ -16,7 +16,7 @@ from pathlib import Path
 
 from offsetscope import config
 from offsetscope.alerts import runner
-from offsetscope.spark.session import build_session
+from offsetscope.spark.session import build_job_session
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Load the configuration, build the session, run the alerts query; 0 when it ends cleanly."""
     args = build_parser().parse_args(argv)
     cfg = config.load(args.env, extra=args.conf)
-    spark = build_session(cfg, app_name=f"{cfg.spark.app_name}-alerts")
+    spark = build_job_session(cfg, app_name=f"{cfg.spark.app_name}-alerts")
     done = runner.run(spark, cfg)
     rows = {r.alert_id: r for e in done.evaluations for r in e.rows}
     still_open = sum(1 for r in rows.values() if r.status == "open")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from offsetscope import config
 from offsetscope.pipelines import ingest
-from offsetscope.spark.session import build_session
+from offsetscope.spark.session import build_job_session
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -24,7 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--conf", type=Path, default=None, help="a further TOML file, last")
     args = parser.parse_args(argv)
     cfg = config.load(args.env, extra=args.conf)
-    spark = build_session(cfg, app_name=f"{cfg.spark.app_name}-ingest")
+    spark = build_job_session(cfg, app_name=f"{cfg.spark.app_name}-ingest")
     reports = ingest.run(spark, cfg, progress=lambda r: print(r.line(), flush=True))
     print(f"ingest: {len(reports)} micro-batches, {sum(r.rows_in for r in reports)} records")
     return 0

@@ -2,9 +2,9 @@
 
 The umask must be in place before the JVM starts (the JVM inherits it, and Hadoop's local file
 system chmods what it creates to ``fs.permissions.umask-mode``), so this test runs a job-like
-child process with a SparkSession of its own rather than the run's shared session: it applies
-the umask, prepares the storage folders, starts Spark with :func:`secrets.storage_spark_conf`,
-creates a catalogue table, and streams a small segment log into a Delta table with a checkpoint.
+child process with a SparkSession of its own rather than the run's shared session: it starts
+Spark as the jobs do (:func:`offsetscope.spark.session.build_job_session`: the umask, the storage
+folders, :func:`secrets.storage_spark_conf`), creates a catalogue table, and streams a small segment log into a Delta table with a checkpoint.
 The test then walks the warehouse, checkpoint and metastore folders.
 """
 
@@ -28,21 +28,19 @@ CHILD = textwrap.dedent(
     import sys
     from pathlib import Path
 
-    from offsetscope import config, secrets
+    from offsetscope import config
     from offsetscope.pipelines.synthetic import SyntheticLog, Workload
     from offsetscope.spark import sources, tables
-    from offsetscope.spark.session import build_session
+    from offsetscope.spark.session import build_job_session
 
     cfg = config.load("local", extra=Path(sys.argv[1]))
-    secrets.apply_umask(cfg.storage)
-    secrets.prepare_storage(cfg.storage)
     log_dir = Path(sys.argv[2])
     SyntheticLog(log_dir, Workload()).run(3)
-    spark = build_session(
+    # What every job does: umask, storage folders, redaction, then the session.
+    spark = build_job_session(
         cfg,
         app_name="offsetscope-storage-modes",
         extra_conf={
-            **secrets.storage_spark_conf(cfg.storage),
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
             "spark.driver.host": "127.0.0.1",

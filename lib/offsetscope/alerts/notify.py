@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from offsetscope import redaction
 from offsetscope.alerts.engine import Evaluation
 from offsetscope.alerts.model import AlertRow, AlertStatus, Severity
 from offsetscope.config import AlertsConfig, NotifyConfig, duration_ms
@@ -351,10 +352,12 @@ class WebhookNotifier:
         return code
 
     def _scrub(self, text: str) -> str:
+        # This notifier's own URL and token by name, then every registered secret and
+        # credential-looking pair (an error may quote a proxy's or a redirect's URL).
         for secret, mask in ((self._url, "<webhook url>"), (self._token, "<token>")):
             if secret:
                 text = text.replace(secret, mask)
-        return text
+        return redaction.redact(text)
 
     def _record(
         self,

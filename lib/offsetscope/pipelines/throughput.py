@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--env", default="local")
     parser.add_argument("--conf", type=Path, default=None)
     args = parser.parse_args(argv)
-    from offsetscope.spark.session import build_session
+    from offsetscope.spark.session import build_job_session
 
     began = time.monotonic()
     count = write_log(args.out, args.records)
@@ -82,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         pipeline=dataclasses.replace(base.pipeline, trigger="available_now"),
     )
     shutil.rmtree(args.out / "checkpoints", ignore_errors=True)
-    spark = build_session(cfg, app_name="offsetscope-throughput")
+    spark = build_job_session(cfg, app_name="offsetscope-throughput")
     spark.sql(f"DROP SCHEMA IF EXISTS {cfg.storage.schema} CASCADE")
     from offsetscope.spark.tables import ensure_tables
 

@@ -96,10 +96,10 @@ def run_sql(
 def _sql(args: argparse.Namespace) -> int:
     from pyspark.errors import PySparkException
 
-    from offsetscope.spark.session import build_session
+    from offsetscope.spark.session import build_job_session
 
     cfg = _config(args)
-    spark = build_session(cfg, app_name=f"{cfg.spark.app_name}-sql")
+    spark = build_job_session(cfg, app_name=f"{cfg.spark.app_name}-sql")
     try:
         columns, rows, more = run_sql(spark, cfg, args.query, args.limit)
     except PySparkException as exc:
@@ -115,10 +115,10 @@ def _sql(args: argparse.Namespace) -> int:
 
 def _ingest(args: argparse.Namespace) -> int:
     from offsetscope.pipelines import ingest
-    from offsetscope.spark.session import build_session
+    from offsetscope.spark.session import build_job_session
 
     cfg = _config(args)
-    spark = build_session(cfg, app_name=f"{cfg.spark.app_name}-ingest")
+    spark = build_job_session(cfg, app_name=f"{cfg.spark.app_name}-ingest")
     reports = ingest.run(spark, cfg, progress=lambda r: print(r.line(), flush=True))
     total = sum(r.rows_in for r in reports)
     print(f"ingest: {len(reports)} micro-batches, {total} records")

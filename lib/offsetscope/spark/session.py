@@ -36,6 +36,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from offsetscope import redaction, secrets
 from offsetscope.config import Config, default_conf_dir
 
 # The jars that must be in ``spark.jars_dir`` for the features above to exist at all.
@@ -110,6 +111,9 @@ def session_conf(
         "spark.sql.shuffle.partitions": str(cfg.spark.shuffle_partitions),
         # derby.log is written to derby.system.home, else into the working directory.
         _JAVA_OPTIONS: f"-Dderby.system.home={metastore}",
+        # Kafka credentials out of plans, the UI and logs; [storage] umask on what Spark writes.
+        **secrets.spark_redaction_conf(),
+        **secrets.storage_spark_conf(cfg.storage),
     }
     jars = local_jars(cfg.spark.jars_dir)
     if jars:
@@ -155,3 +159,19 @@ def build_session(
     for key, value in conf.items():
         builder = builder.config(key, value)
     return builder.enableHiveSupport().getOrCreate()
+
+
+def build_job_session(
+    cfg: Config, *, app_name: str | None = None, extra_conf: Mapping[str, str] | None = None
+) -> SparkSession:
+    """What a job process does before its first Spark call, then :func:`build_session`.
+
+    Python's log handlers get the redacting filter (secrets registered when references are
+    resolved never reach a log line), the process umask becomes ``[storage] umask`` -- the JVM
+    inherits it at launch, so it must come first -- and the warehouse, checkpoint and metastore
+    folders are created with no wider access than it allows (``docs/security.md``).
+    """
+    redaction.install()
+    secrets.apply_umask(cfg.storage)
+    secrets.prepare_storage(cfg.storage)
+    return build_session(cfg, app_name=app_name, extra_conf=extra_conf)
