@@ -83,6 +83,11 @@ from offsetscope.protocol.json_format import uuid_to_kafka
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
+# Rebalance times kept per group (one entry per rebalance of the last 24 h). A generation jump
+# of k stamps k entries; a corrupt or hostile record can claim a jump of 2^31, so the entries
+# one record adds and the list itself stop here (a rebalance every ~0.9 s for a whole day):
+# beyond it the 1 h / 24 h counts saturate instead of the fold allocating without bound.
+MAX_REBALANCE_TIMES = 100_000
 
 CLASSIC = "classic"
 KIP848 = "kip848"
@@ -504,7 +509,9 @@ class _Folder:
 
     def _count_rebalances(self, n: int, when: int) -> None:
         if n > 0:
-            self.rebalance_times.extend([when] * n)
+            self.rebalance_times.extend([when] * min(n, MAX_REBALANCE_TIMES))
+            if len(self.rebalance_times) > MAX_REBALANCE_TIMES:
+                self.rebalance_times = sorted(self.rebalance_times)[-MAX_REBALANCE_TIMES:]
             self.last_rebalance_at = (
                 when if self.last_rebalance_at is None else max(self.last_rebalance_at, when)
             )

@@ -27,13 +27,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import pairwise
 
-from offsetscope.history.groups import GroupState, rebalances_in_window
+from offsetscope.history.groups import MAX_REBALANCE_TIMES, GroupState, rebalances_in_window
 from offsetscope.history.lag import LagIndex
 from offsetscope.history.rows import GenerationRow, SessionRow
 from offsetscope.history.states import ConsumerState
 from offsetscope.history.transactions import TxnIdState
 
 DEFAULT_REBALANCE_TIMEOUT_MS = 300_000  # Kafka's max.poll.interval.ms default
+MAX_LISTED_GENERATIONS = 1_000  # skipped generations a StuckRebalance lists by number
 
 __all__ = [
     "CommitWindowEntry",
@@ -65,7 +66,8 @@ def rebalance_times(rows: Iterable[GenerationRow], group_id: str | None = None) 
     times: list[int] = []
     for row in rows:
         if group_id is None or row.group_id == group_id:
-            times.extend([_rebalance_at(row)] * row.rebalances)
+            # Bounded like the fold's list: a corrupt generation jump must not allocate 2^31.
+            times.extend([_rebalance_at(row)] * min(row.rebalances, MAX_REBALANCE_TIMES))
     return sorted(times)
 
 
@@ -181,7 +183,12 @@ def stuck_rebalances(
         limit = max((t for t in timeouts if t > 0), default=default_rebalance_timeout_ms)
         if until - since <= limit:
             continue
-        skipped = tuple(range(row.previous_generation + 1, row.generation))
+        # A corrupt generation can skip 2^31 numbers: list at most MAX_LISTED_GENERATIONS.
+        first_skipped = row.previous_generation + 1
+        skipped = tuple(
+            range(first_skipped, min(row.generation, first_skipped + MAX_LISTED_GENERATIONS))
+        )
+        more = row.generation - first_skipped - len(skipped)
         out.append(
             StuckRebalance(
                 group_id=row.group_id,
@@ -193,6 +200,7 @@ def stuck_rebalances(
                 reason=(
                     "no assignment stored for generation(s) "
                     + ", ".join(map(str, skipped))
+                    + (f" and {more} more" if more > 0 else "")
                     + f"; {until - since} ms between the records, over the {limit} ms"
                     " rebalance timeout: the leader's sync may have timed out"
                 ),
