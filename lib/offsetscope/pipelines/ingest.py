@@ -39,6 +39,7 @@ saved after all of them and the audit row last.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import time
@@ -55,6 +56,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
+from offsetscope import secrets
 from offsetscope.config import Config
 from offsetscope.coordinator.clock import Clock, SystemClock
 from offsetscope.history.events import (
@@ -1000,17 +1002,33 @@ def run(
     Raises:
         pyspark.errors.StreamingQueryException: a batch failed.
     """
-    query, pipe = start(
-        spark, cfg, query_name=query_name, checkpoint=checkpoint, log_dir=log_dir, progress=progress
+    k = cfg.sources.kafka
+    # On a cluster, a failure for lack of an ACL or a rejected login is re-raised naming what
+    # is missing (docs/security.md), and no error text carries a secret.
+    access = (
+        secrets.kafka_access(
+            k, "ingesting the internal topics", topics=(k.offsets_topic, k.transaction_topic)
+        )
+        if cfg.sources.kind == sources.KAFKA
+        else contextlib.nullcontext()
     )
-    try:
-        if cfg.pipeline.trigger == "available_now" and pipe.kind == sources.SEGMENTS:
-            query.processAllAvailable()
-        else:
-            query.awaitTermination()
-    finally:
-        query.stop()
-    error = query.exception()
-    if error is not None:
-        raise error
+    with access:
+        query, pipe = start(
+            spark,
+            cfg,
+            query_name=query_name,
+            checkpoint=checkpoint,
+            log_dir=log_dir,
+            progress=progress,
+        )
+        try:
+            if cfg.pipeline.trigger == "available_now" and pipe.kind == sources.SEGMENTS:
+                query.processAllAvailable()
+            else:
+                query.awaitTermination()
+        finally:
+            query.stop()
+        error = query.exception()
+        if error is not None:
+            raise error
     return pipe.reports
