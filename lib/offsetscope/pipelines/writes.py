@@ -17,9 +17,11 @@ Rows built on the driver (fold outputs) become DataFrames through Arrow with the
 schema (:func:`offsetscope.spark.tables.arrow_schema`). Timestamps are epoch milliseconds from
 record fields, which a corrupt or hostile record can set to anything an int64 holds; Spark's
 timestamps cover the years 1 to 9999 only, so values outside that range are stored as NULL
-(:func:`millis_to_timestamp` in Spark SQL, :func:`records_frame` for driver rows) -- the raw
-bytes stay in ``raw_records`` -- rather than failing the batch with an overflow. Errors are not caught here: a failed
-write fails the batch and the query (``DESIGN.md``: infrastructure errors are never swallowed).
+(:func:`millis_to_timestamp` in Spark SQL, :func:`records_frame` for driver rows), or, in a NOT
+NULL column, as the nearest end of the range (0001-01-01 / 9999-12-31, values no real record
+carries) -- the raw bytes stay in ``raw_records`` -- rather than failing the batch with an
+overflow or a NOT NULL violation. Errors are not caught here: a failed write fails the batch
+and the query (``DESIGN.md``: infrastructure errors are never swallowed).
 """
 
 from __future__ import annotations
@@ -162,9 +164,7 @@ def records_frame(
     schema = catalogue.arrow_schema(spec)
     timed = [f for f in schema if _has_timestamp(f.type)]
     if timed:
-        records = [
-            {**r, **{f.name: _in_range(r.get(f.name), f.type) for f in timed}} for r in records
-        ]
+        records = [{**r, **{f.name: _in_range(r.get(f.name), f) for f in timed}} for r in records]
     table = pa.Table.from_pylist(list(records), schema=schema)
     df: DataFrame = spark.createDataFrame(table, schema=spec.written_ddl())
     return df
@@ -180,18 +180,20 @@ def _has_timestamp(t: pa.DataType) -> bool:
     return False
 
 
-def _in_range(value: Any, t: pa.DataType) -> Any:
-    """``value`` with every epoch-ms timestamp outside Spark's range (at any depth) set to None."""
+def _in_range(value: Any, f: pa.Field) -> Any:
+    """``value`` with every epoch-ms timestamp outside Spark's range (at any depth) set to None,
+    or clamped to the range when its field is not nullable."""
+    t = f.type
     if value is None:
         return None
     if pa.types.is_timestamp(t):
         if isinstance(value, int) and not MIN_TIMESTAMP_MS <= value <= MAX_TIMESTAMP_MS:
-            return None
+            return min(max(value, MIN_TIMESTAMP_MS), MAX_TIMESTAMP_MS) if not f.nullable else None
         return value
     if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return [_in_range(v, t.value_type) for v in value]
+        return [_in_range(v, t.value_field) for v in value]
     if pa.types.is_struct(t) and isinstance(value, Mapping):
-        return {**value, **{f.name: _in_range(value.get(f.name), f.type) for f in t}}
+        return {**value, **{c.name: _in_range(value.get(c.name), c) for c in t}}
     return value
 
 
