@@ -72,7 +72,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Self
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -925,7 +925,7 @@ def write_crash_log(out: str | Path, seed: int = 0, *, batches: int = 30) -> Cra
     path.write_bytes(bytes(data))
     first, last = offsets_of(spans, 9, data)
     forget(name0, first, last)
-    damage.append(Damage(name0, "corrupt_records", first, last, "CorruptBatchError"))
+    damage.append(Damage(name0, "corrupt_records", first, last, "InvalidLengthError"))
     # Torn tail of a sealed segment: segment 1 loses the second half of its last batch.
     path, spans = layout[1]
     data = read(path)
@@ -1012,17 +1012,274 @@ def _record_of(batch: bytes) -> tuple[bytes, bytes | None]:
     return r.key or b"", r.value
 
 
+# ----------------------------------------------------------------------------- memory
+
+
+@dataclass(frozen=True, slots=True)
+class Peaks:
+    """Peak resident memory seen while a pipeline ran, in bytes (sampled from ``/proc``)."""
+
+    driver_python: int  # this process
+    driver_jvm: int  # the Spark driver JVM (local mode: it runs the executors too)
+    python_workers: int  # largest single Python worker
+    python_workers_total: int  # largest sum over the Python workers alive at one moment
+    samples: int
+
+
+class MemoryWatch:
+    """Samples the RSS of this process, its JVM and its Python workers in a thread.
+
+    The JVM is a child of this process (py4j launches ``java``); the Python workers are the
+    ``pyspark.daemon`` process and its forks, children of the JVM. Linux only (``/proc``).
+    """
+
+    def __init__(self, interval: float = 0.2) -> None:
+        import threading
+
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="memory-watch", daemon=True)
+        self._peak = {"driver_python": 0, "driver_jvm": 0, "worker": 0, "workers": 0}
+        self._samples = 0
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def peaks(self) -> Peaks:
+        """The peaks so far."""
+        p = self._peak
+        return Peaks(p["driver_python"], p["driver_jvm"], p["worker"], p["workers"], self._samples)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def sample(self) -> None:
+        """Take one sample now."""
+        import os
+
+        me = os.getpid()
+        procs = _processes()
+        children: dict[int, list[int]] = {}
+        for pid, (ppid, _, _) in procs.items():
+            children.setdefault(ppid, []).append(pid)
+        jvm = 0
+        workers: list[int] = []
+        stack = list(children.get(me, []))
+        while stack:
+            pid = stack.pop()
+            _, rss, cmd = procs[pid]
+            if "java" in cmd.split(" ", 1)[0]:
+                jvm = max(jvm, rss)
+            elif "python" in cmd and "pyspark" in cmd:
+                workers.append(rss)
+            stack.extend(children.get(pid, []))
+        peak = self._peak
+        peak["driver_python"] = max(peak["driver_python"], procs.get(me, (0, 0, ""))[1])
+        peak["driver_jvm"] = max(peak["driver_jvm"], jvm)
+        peak["worker"] = max([peak["worker"], *workers])
+        peak["workers"] = max(peak["workers"], sum(workers))
+        self._samples += 1
+
+
+def _processes() -> dict[int, tuple[int, int, str]]:
+    """pid -> (parent pid, RSS bytes, command line) of every process readable in ``/proc``."""
+    import os
+
+    page = os.sysconf("SC_PAGE_SIZE")
+    out: dict[int, tuple[int, int, str]] = {}
+    for entry in Path("/proc").iterdir():
+        name = entry.name
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text()
+            rss_pages = int(Path(f"/proc/{name}/statm").read_text().split()[1])
+            cmd = (
+                Path(f"/proc/{name}/cmdline")
+                .read_bytes()
+                .replace(b"\0", b" ")
+                .decode("utf-8", "replace")
+            )
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        out[int(name)] = (ppid, rss_pages * page, cmd)
+    return out
+
+
+# ----------------------------------------------------------------------------- the pipeline
+
+
+@dataclass(frozen=True, slots=True)
+class Accounting:
+    """What the pipeline made of a corpus, from its tables, next to what the manifest expects."""
+
+    records: int  # manifest rows
+    batches: int
+    rows_in: int  # audit: records the source delivered
+    events: int
+    quarantined: int
+    unknown: int
+    raw_records: int  # rows of raw_records
+    misplaced: tuple[str, ...]  # records not in the table of their expected kind (first 20)
+    unnamed: int  # quarantine error rows without class, path or offset
+    seconds: float
+
+    @property
+    def balanced(self) -> bool:
+        """Every record accounted for, in the right table, every error named."""
+        return (
+            self.rows_in == self.records == self.raw_records
+            and self.events + self.quarantined + self.unknown == self.rows_in
+            and not self.misplaced
+            and self.unnamed == 0
+        )
+
+
+# kind -> (table, its partition and offset columns); offset_commits hold __consumer_offsets only
+_HOMES: Final = {
+    "offset_commit": "offset_commits",
+    "group_metadata": "group_metadata_events",
+    "consumer_group": "consumer_group_events",
+    "transaction_log": "transaction_log_events",
+    "error": "quarantine",
+    "unknown": "quarantine",
+}
+
+
+def account(spark: Any, cfg: Any, root: str | Path, seconds: float = 0.0) -> Accounting:
+    """Compare the tables of ``cfg`` with the manifest of the corpus at ``root``."""
+    from pyspark.sql import functions as F
+
+    from offsetscope.spark import tables as catalogue
+
+    def table(logical: str) -> Any:
+        return spark.table(catalogue.table_name(cfg, logical))
+
+    manifest = spark.createDataFrame(
+        load_manifest(root).select(["topic", "partition", "offset", "expected_kind"]).to_pandas()
+    )
+    audit = table("batch_audit").agg(
+        F.count("*").alias("batches"),
+        *[F.sum(c).alias(c) for c in ("rows_in", "events", "quarantined", "unknown")],
+    )
+    a = audit.collect()[0]
+    found = []
+    for kind, logical in _HOMES.items():
+        df = table(logical)
+        topic = F.lit(OFFSETS_TOPIC) if logical == "offset_commits" else F.col("internal_topic")
+        cols = [topic.alias("topic"), F.col("record_partition").alias("partition")]
+        cols.append(F.col("record_offset").alias("offset"))
+        if logical == "quarantine":
+            df = df.where(F.col("kind") == kind)
+        found.append(df.select(*cols, F.lit(kind).alias("found_kind")))
+    landed = found[0]
+    for other in found[1:]:
+        landed = landed.unionByName(other)
+    joined = manifest.join(landed, ["topic", "partition", "offset"], "full_outer")
+    wrong = joined.where(
+        F.col("expected_kind").isNull()
+        | F.col("found_kind").isNull()
+        | (F.col("expected_kind") != F.col("found_kind"))
+    )
+    misplaced = tuple(
+        f"{r['topic']}-{r['partition']}@{r['offset']}: expected {r['expected_kind']}, "
+        f"found {r['found_kind']}"
+        for r in wrong.limit(20).collect()
+    )
+    unnamed = (
+        table("quarantine")
+        .where(
+            (F.col("kind") == "error")
+            & (
+                F.col("error_class").isNull()
+                | F.col("field_path").isNull()
+                | F.col("byte_offset").isNull()
+            )
+        )
+        .count()
+    )
+    return Accounting(
+        records=load_manifest(root).num_rows,
+        batches=int(a["batches"]),
+        rows_in=int(a["rows_in"] or 0),
+        events=int(a["events"] or 0),
+        quarantined=int(a["quarantined"] or 0),
+        unknown=int(a["unknown"] or 0),
+        raw_records=table("raw_records").count(),
+        misplaced=misplaced,
+        unnamed=unnamed,
+        seconds=seconds,
+    )
+
+
+def ingest_corpus(
+    root: Path, *, env: str = "local", max_records_per_trigger: int = 50_000
+) -> tuple[Accounting, Peaks]:
+    """Ingest the corpus at ``root`` into a fresh schema (available now), then account for it."""
+    import dataclasses
+    import shutil
+
+    from offsetscope import config
+    from offsetscope.pipelines import ingest
+    from offsetscope.spark.session import build_job_session
+
+    base = config.load(env)
+    work = root.resolve().parent / f"{root.name}-pipeline"
+    shutil.rmtree(work, ignore_errors=True)
+    cfg = dataclasses.replace(
+        base,
+        sources=dataclasses.replace(
+            base.sources,
+            kind="segments",
+            segments=dataclasses.replace(
+                base.sources.segments,
+                log_dir=str(root.resolve()),
+                data_log_dir="",
+                max_records_per_trigger=max_records_per_trigger,
+            ),
+        ),
+        storage=dataclasses.replace(
+            base.storage, schema="offsetscope_corpus", checkpoint_dir=str(work / "checkpoints")
+        ),
+        pipeline=dataclasses.replace(base.pipeline, trigger="available_now"),
+    )
+    with MemoryWatch() as watch:
+        spark = build_job_session(cfg, app_name="offsetscope-corpus")
+        spark.sql(f"DROP SCHEMA IF EXISTS {cfg.storage.schema} CASCADE")
+
+        def progress(report: ingest.BatchReport) -> None:
+            phases = ", ".join(f"{k} {v:.1f}s" for k, v in sorted(report.phases.items()))
+            print(report.line(), flush=True)
+            print(f"    {phases}", flush=True)
+
+        began = time.monotonic()
+        ingest.run(spark, cfg, query_name="corpus", progress=progress)
+        seconds = time.monotonic() - began
+        accounting = account(spark, cfg, root, seconds)
+    return accounting, watch.peaks()
+
+
 # ----------------------------------------------------------------------------- command line
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m offsetscope.corpus --records N --seed S --out DIR``."""
+    """``python -m offsetscope.corpus --records N --seed S --out DIR [--ingest]``."""
     parser = argparse.ArgumentParser(prog="offsetscope.corpus", description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--offsets-partitions", type=int, default=3)
     parser.add_argument("--transaction-partitions", type=int, default=2)
+    parser.add_argument("--ingest", action="store_true", help="run it through the pipeline")
+    parser.add_argument("--env", default="local")
+    parser.add_argument("--max-records-per-trigger", type=int, default=50_000)
     args = parser.parse_args(argv)
     if args.out.exists() and any(args.out.iterdir()):
         print(f"error: {args.out} is not empty", file=sys.stderr)
@@ -1040,13 +1297,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         transaction_partitions=args.transaction_partitions,
     )
     mutations = Counter(e.mutation for e in entries)
+    del entries
     print(
         f"corpus: {layout.records} records ({layout.batches} batches, {layout.segments} "
         f"segments) in {time.perf_counter() - started:.1f} s -> {args.out}"
     )
     print("  by mutation: " + ", ".join(f"{m}={mutations[m]}" for m in MUTATIONS))
     print("  expected:    " + ", ".join(f"{k}={v}" for k, v in sorted(layout.counts.items())))
-    return 1 if problems else 0
+    if problems:
+        return 1
+    if not args.ingest:
+        return 0
+    acc, peaks = ingest_corpus(
+        args.out, env=args.env, max_records_per_trigger=args.max_records_per_trigger
+    )
+    mib = 1024 * 1024
+    print(
+        f"pipeline: {acc.rows_in} records in {acc.batches} micro-batches, {acc.seconds:.1f} s: "
+        f"{acc.events} events + {acc.quarantined} quarantined + {acc.unknown} unknown = "
+        f"{acc.events + acc.quarantined + acc.unknown} (input {acc.records}, raw_records "
+        f"{acc.raw_records}); misplaced {len(acc.misplaced)}, unnamed errors {acc.unnamed}"
+    )
+    for line in acc.misplaced:
+        print(f"  misplaced: {line}")
+    print(
+        f"peak RSS: driver python {peaks.driver_python / mib:.0f} MiB, driver JVM "
+        f"{peaks.driver_jvm / mib:.0f} MiB, python worker {peaks.python_workers / mib:.0f} MiB "
+        f"(all workers at once {peaks.python_workers_total / mib:.0f} MiB; "
+        f"{peaks.samples} samples)"
+    )
+    print(f"corpus: {'balanced' if acc.balanced else 'NOT BALANCED'}")
+    return 0 if acc.balanced else 1
 
 
 if __name__ == "__main__":

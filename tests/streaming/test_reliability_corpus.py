@@ -1,0 +1,189 @@
+"""The hostile corpus (:mod:`offsetscope.corpus`) through the ingest pipeline from a segment
+directory: the query finishes, the audit accounts for every record (events + quarantined +
+unknown = input), every record lands in the table of the kind the reference decoder gives it,
+and every quarantined row names its error class, field path and byte offset.
+
+5,000 records: truncations at every length, bit flips, wrong versions, unknown types, lengths
+claiming gigabytes, negative counts, invalid UTF-8, deep records, and valid records whose random
+field values include int64 extremes (timestamps outside Spark's range, generation jumps of 2^31).
+``make corpus`` runs the same check at 100,000 records.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from offsetscope import config, corpus
+from offsetscope.pipelines import ingest
+from offsetscope.spark import tables as catalogue
+
+pytestmark = [pytest.mark.spark, pytest.mark.streaming]
+
+RECORDS = 5_000
+SEED = 5
+
+# kind -> (silver/gold table, its internal-topic column or None, partition column, offset column)
+HOMES = {
+    "offset_commit": ("offset_commits", None, "record_partition", "record_offset"),
+    "group_metadata": (
+        "group_metadata_events",
+        "internal_topic",
+        "record_partition",
+        "record_offset",
+    ),
+    "consumer_group": (
+        "consumer_group_events",
+        "internal_topic",
+        "record_partition",
+        "record_offset",
+    ),
+    "transaction_log": (
+        "transaction_log_events",
+        "internal_topic",
+        "record_partition",
+        "record_offset",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Run:
+    cfg: config.Config
+    manifest: list[dict[str, Any]]
+    reports: list[ingest.BatchReport]
+
+
+def corpus_config(base: config.Config, schema: str, root: Path) -> config.Config:
+    """``base`` reading a segment directory in available-now batches into ``schema``."""
+    return dataclasses.replace(
+        base,
+        storage=dataclasses.replace(
+            base.storage, schema=schema, checkpoint_dir=str(root / f"checkpoints-{schema}")
+        ),
+        sources=dataclasses.replace(
+            base.sources,
+            kind="segments",
+            segments=dataclasses.replace(base.sources.segments, max_records_per_trigger=100_000),
+        ),
+        pipeline=dataclasses.replace(base.pipeline, trigger="available_now"),
+    )
+
+
+@pytest.fixture(scope="module")
+def run(
+    spark: SparkSession,
+    offsetscope_config: config.Config,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Run]:
+    root = tmp_path_factory.mktemp("corpus")
+    log_dir = root / "logs"
+    entries = corpus.generate(RECORDS, seed=SEED)
+    assert corpus.check_invariants(entries) == []
+    corpus.write_corpus(entries, log_dir, seed=SEED)
+    manifest = corpus.load_manifest(log_dir).to_pylist()
+    tag = uuid.uuid4().hex[:8]
+    cfg = corpus_config(offsetscope_config, f"t_corpus_{tag}", root)
+    try:
+        reports = ingest.run(spark, cfg, query_name=f"corpus_{tag}", log_dir=str(log_dir))
+        yield Run(cfg, manifest, reports)
+    finally:
+        spark.sql(f"DROP SCHEMA IF EXISTS {cfg.storage.schema} CASCADE")
+
+
+def _rows(spark: SparkSession, cfg: config.Config, logical: str, *columns: str) -> list[Any]:
+    return spark.table(catalogue.table_name(cfg, logical)).select(*columns).collect()
+
+
+def test_the_audit_accounts_for_every_record(spark: SparkSession, run: Run) -> None:
+    expected = Counter(r["expected_kind"] for r in run.manifest)
+    audit = _rows(spark, run.cfg, "batch_audit", "rows_in", "events", "quarantined", "unknown")
+    assert len(audit) == len(run.reports) >= 1
+    assert sum(r["rows_in"] for r in audit) == RECORDS
+    for r in audit:
+        assert r["events"] + r["quarantined"] + r["unknown"] == r["rows_in"]
+    assert sum(r["quarantined"] for r in audit) == expected["error"]
+    assert sum(r["unknown"] for r in audit) == expected["unknown"]
+    assert sum(r["events"] for r in audit) == RECORDS - expected["error"] - expected["unknown"]
+    raw = _rows(spark, run.cfg, "raw_records", "topic", "partition", "offset")
+    assert len(raw) == RECORDS
+    assert {(r[0], r[1], r[2]) for r in raw} == {
+        (m["topic"], m["partition"], m["offset"]) for m in run.manifest
+    }
+
+
+def test_every_event_lands_in_the_table_of_its_kind(spark: SparkSession, run: Run) -> None:
+    for kind, (logical, topic_col, partition_col, offset_col) in HOMES.items():
+        columns = [c for c in (topic_col, partition_col, offset_col) if c]
+        found = Counter(
+            (r[0], r[1], r[2]) if topic_col else (corpus.OFFSETS_TOPIC, r[0], r[1])
+            for r in _rows(spark, run.cfg, logical, *columns)
+        )
+        expected = Counter(
+            (m["topic"], m["partition"], m["offset"])
+            for m in run.manifest
+            if m["expected_kind"] == kind
+        )
+        assert found == expected, kind
+        assert expected or kind == "consumer_group", kind
+
+
+def test_every_quarantined_row_names_its_reason(spark: SparkSession, run: Run) -> None:
+    rows = _rows(
+        spark,
+        run.cfg,
+        "quarantine",
+        "internal_topic",
+        "record_partition",
+        "record_offset",
+        "kind",
+        "error_class",
+        "field_path",
+        "byte_offset",
+        "disposition",
+        "key",
+        "value",
+    )
+    found = {
+        (r["internal_topic"], r["record_partition"], r["record_offset"]): (
+            r["kind"],
+            r["error_class"],
+            r["field_path"],
+            r["byte_offset"],
+            r["key"],
+            r["value"],
+        )
+        for r in rows
+    }
+    assert len(found) == len(rows)
+    expected = {
+        (m["topic"], m["partition"], m["offset"]): (
+            m["expected_kind"],
+            m["error_class"],
+            m["field_path"],
+            m["byte_offset"],
+            m["key"],
+            m["value"],
+        )
+        for m in run.manifest
+        if m["expected_kind"] in ("error", "unknown")
+    }
+    assert found == expected
+    for r in rows:
+        if r["kind"] == "error":
+            assert r["error_class"]
+            assert r["field_path"] is not None
+            assert r["byte_offset"] is not None
+            assert r["disposition"] == catalogue.QUARANTINED
+        else:
+            assert r["disposition"] == catalogue.SKIPPED_UNKNOWN
+    classes = Counter(r["error_class"] for r in rows if r["kind"] == "error")
+    assert len(classes) >= 3  # truncations, bad lengths, bad UTF-8 ... are told apart
