@@ -51,6 +51,14 @@ class Metric:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """Something a benchmark found instead of (or beside) a figure, kept verbatim."""
+
+    name: str
+    text: str
+
+
 def timed(fn: Callable[[], Any]) -> float:
     """Wall seconds of one call."""
     start = time.perf_counter()
@@ -101,6 +109,7 @@ def machine() -> dict[str, Any]:
             p: version(p) for p in ("pyspark", "delta-spark", "pyarrow", "numpy", "confluent-kafka")
         },
         "measured_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "load_average": " ".join(f"{x:.1f}" for x in os.getloadavg()),
     }
 
 
@@ -111,12 +120,21 @@ def load_results() -> dict[str, Any]:
     return {"machine": {}, "metrics": {}}
 
 
-def save_results(metrics: Sequence[Metric], targets: dict[str, str]) -> dict[str, Any]:
+def save_results(
+    metrics: Sequence[Metric | Finding],
+    targets: dict[str, str],
+    limits: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Merge ``metrics`` into ``bench/results.json`` and rewrite ``docs/benchmarks.md``."""
     results = load_results()
     results["machine"] = machine()
+    results.setdefault("findings", {})
     for m in metrics:
-        results["metrics"][m.name] = m.as_json()
+        if isinstance(m, Finding):
+            results["findings"][m.name] = m.text
+        else:
+            results["metrics"][m.name] = m.as_json()
+    results["limits"] = dict(limits or {})
     RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
     write_docs(results, targets)
     return results
@@ -133,7 +151,10 @@ def write_docs(results: dict[str, Any], targets: dict[str, str]) -> None:
         f"* CPU: {m.get('cpu')} ({m.get('cores')} cores), {m.get('memory_gib')} GiB",
         f"* {m.get('os')}, Python {m.get('python')}, {m.get('java')}",
         "* " + ", ".join(f"{k} {v}" for k, v in sorted(m.get("versions", {}).items())),
-        f"* measured {m.get('measured_at')}",
+        (
+            f"* measured {m.get('measured_at')}, load average {m.get('load_average')} "
+            "(the machine is shared: other jobs ran during the measurements)"
+        ),
         "",
         "| metric | value | unit | target | input | notes |",
         "| --- | ---: | --- | --- | --- | --- |",
@@ -144,6 +165,13 @@ def write_docs(results: dict[str, Any], targets: dict[str, str]) -> None:
         lines.append(
             f"| `{name}` | {shown} | {r['unit']} | {targets.get(name, '')} | {r['input']} | {r['notes']} |"
         )
+    if results.get("findings"):
+        lines += ["", "## Findings", ""]
+        lines += [f"* **{k}**: {v}" for k, v in sorted(results["findings"].items())]
+    if results.get("limits"):
+        lines += ["", "## What limits it", ""]
+        for k, v in results["limits"].items():
+            lines += [f"**{k}.** {v}", ""]
     lines.append("")
     DOCS.parent.mkdir(parents=True, exist_ok=True)
     DOCS.write_text("\n".join(lines))

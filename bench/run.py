@@ -17,15 +17,17 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 
-from bench.common import Metric, save_results
+from bench.common import Finding, Metric, save_results
 
 # name -> module; each module has run(runs: int, scale: float) -> list[Metric]
 BENCHMARKS: dict[str, str] = {
     "decode": "bench.decode",
     "framing": "bench.framing",
     "pipeline": "bench.pipeline",
+    "burrow": "bench.burrow",
 }
 TARGETS: dict[str, str] = {
     "decode_records_per_s": ">= 500,000 per core",
@@ -34,6 +36,10 @@ TARGETS: dict[str, str] = {
     "pipeline_records_per_s": ">= 2x Burrow; aim > 250,000 on 2 cores",
     "history_scaling_ratio": "<= 1.3",
 }
+
+# "What limits it", per figure, from the profiles of the last full-size run (per-phase times in
+# bench/results.json: pipeline_records_per_s.phase_seconds_total).
+LIMITS: dict[str, str] = {}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,17 +60,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     names = args.only or list(BENCHMARKS)
-    metrics: list[Metric] = []
+    metrics: list[Metric | Finding] = []
     for name in names:
         print(f"bench: {name} ...", flush=True)
-        module = importlib.import_module(BENCHMARKS[name])
-        produced: list[Metric] = module.run(args.runs, args.scale)
+        try:
+            module = importlib.import_module(BENCHMARKS[name])
+            produced: list[Metric | Finding] = module.run(args.runs, args.scale)
+        except Exception as exc:  # noqa: BLE001 -- one failed benchmark must not lose the others
+            traceback.print_exc()
+            produced = [Finding(f"{name} failed", f"{type(exc).__name__}: {str(exc)[-1500:]}")]
         for m in produced:
-            print(
-                f"  {m.name}: {m.median:,.1f} {m.unit}  (samples {', '.join(f'{s:,.1f}' for s in m.samples)})"
-            )
+            if isinstance(m, Finding):
+                print(f"  finding {m.name}: {m.text}")
+            else:
+                samples = ", ".join(f"{s:,.1f}" for s in m.samples)
+                print(f"  {m.name}: {m.median:,.1f} {m.unit}  (samples {samples})")
         metrics.extend(produced)
-    save_results(metrics, TARGETS)
+    save_results(metrics, TARGETS, LIMITS)
     print("bench: wrote bench/results.json and docs/benchmarks.md")
     return 0
 

@@ -18,6 +18,17 @@ bench-burrow: ## install Debian's burrow package when absent (errors kept in .wo
 			|| { echo "burrow: install failed (exit $$?), see $(BURROW_DIR)/install.log"; tail -5 $(BURROW_DIR)/install.log; }; \
 	fi
 
-bench: bench-burrow
+# Burrow 1.2.1 needs a ZooKeeper ensemble and a broker writing OffsetCommitValue <= v3: Kafka
+# 3.9.1 and its ZooKeeper from bench/jvm/pom.xml, resolved here and never by `make install`.
+BENCH_JARS := .work/bench/jars
+$(BENCH_JARS)/.resolved: bench/jvm/pom.xml
+	mkdir -p $(BENCH_JARS)
+	mvn -q -f bench/jvm/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+		-DoutputDirectory=$(abspath $(BENCH_JARS)) && touch $@ \
+		|| echo "bench-jars: resolution failed; the Burrow benchmark reports the missing jars"
 
-.PHONY: bench-burrow
+bench-jars: $(BENCH_JARS)/.resolved ## Kafka 3.9 broker and ZooKeeper jars for the Burrow benchmark
+
+bench: bench-burrow bench-jars
+
+.PHONY: bench-burrow bench-jars

@@ -1,0 +1,474 @@
+"""End-to-end pipeline throughput, history scaling and memory: a log directory into Delta.
+
+Input: ``offsetscope simulate scale`` (the catalogue's benchmark scenario: ``groups`` groups of
+one consumer auto-committing every partition of a 20-partition topic every 5 s, plus the
+group-metadata records of their joins; 10,000 groups and 30 s of virtual time give about
+1,000,000 offset commits), written once as a Kafka log directory and cached under
+``.work/bench/pipeline-input-<groups>x<duration>``.
+
+Each measurement runs the real ingest query (``offsetscope.pipelines.ingest.run``: segment
+source, decode, bronze/silver appends, history folds, gold MERGEs, fold state, audit) with
+``trigger = available_now`` on ``local[2]`` in a process of its own, into a fresh schema with
+its own warehouse, checkpoint and Derby metastore under ``.work/bench/pipeline/``. The tables
+are created before the clock starts; everything from the first micro-batch's read to the last
+batch's audit row is timed. The parent samples the resident memory of the process tree every
+0.2 s: the driver (the JVM), the Python driver, and Spark's Python workers (``pyspark.daemon``
+and its forks), each as the peak of their summed RSS.
+
+Figures:
+
+* ``pipeline_records_per_s``: all records of the input / wall time of the query, with
+  ``max_records_per_trigger`` large enough that the input is one or a few micro-batches.
+* ``history_scaling_ratio``: one fixed micro-batch (the last ~2% of every partition of the
+  same input, about 20,000 records at scale 1), ingested after a first batch that stored the
+  first 2% (1x history) and, into another schema, after one that stored the first 20% (10x
+  history); the measured batch's time with 10x divided by its time with 1x. Both runs call
+  the query's own ``foreachBatch`` function (``IngestPipeline.process_batch``) in one Spark
+  session (:func:`scaling_worker`).
+* ``pipeline_peak_rss_*_mib``: peak memory of the throughput run.
+
+Each batch's per-phase times (``BatchReport.phases``) are kept in ``bench/results.json`` (the
+profile "what limits it" in ``docs/benchmarks.md`` is read from).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Self
+
+from bench.common import ROOT, WORK, Metric
+
+PARTITIONS = 20
+# 10,000 groups x 20 partitions x 5 auto-commits = 1,000,000 offset commits at scale 1.
+GROUPS = 10_000
+DURATION_S = 30
+# history scaling: one micro-batch of about this many records
+SCALING_BATCH = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class Input:
+    """A cached ``simulate scale`` log directory."""
+
+    groups: int
+    duration_s: int
+
+    @property
+    def root(self) -> Path:
+        return WORK / f"pipeline-input-{self.groups}x{self.duration_s}s"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.root / "logs"
+
+    def generate(self) -> dict[str, Any]:
+        """Write the log directory unless a manifest says it is there; returns the manifest."""
+        manifest = self.root / "manifest.json"
+        if manifest.exists():
+            data: dict[str, Any] = json.loads(manifest.read_text())
+            return data
+        from offsetscope.scenarios.cli import simulate_to
+
+        shutil.rmtree(self.root, ignore_errors=True)
+        began = time.perf_counter()
+        summary = simulate_to(
+            "scale",
+            out=self.log_dir,
+            params={
+                "groups": str(self.groups),
+                "duration": f"{self.duration_s}s",
+                "partitions": str(PARTITIONS),
+            },
+            ground_truth=False,
+        )
+        counts = internal_records(self.log_dir)
+        data = {
+            "groups": self.groups,
+            "duration_s": self.duration_s,
+            "records": sum(counts.values()),
+            "by_topic": counts,
+            "simulate": summary,
+            "seconds": round(time.perf_counter() - began, 1),
+        }
+        manifest.write_text(json.dumps(data, indent=2))
+        return data
+
+
+def internal_records(log_dir: Path) -> dict[str, int]:
+    """Records in the internal topics' partitions (what the segment source reads)."""
+    from offsetscope.spark.logdir import LogEndCache, partition_dirs
+
+    cache = LogEndCache()
+    counts: dict[str, int] = {}
+    for pdir in partition_dirs(log_dir):
+        if pdir.topic in ("__consumer_offsets", "__transaction_state"):
+            counts[pdir.topic] = counts.get(pdir.topic, 0) + cache.log_end_offset(pdir)
+    return counts
+
+
+# ---------------------------------------------------------------------- memory sampling
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # the command name is parenthesised and may hold spaces: the ppid follows the last ')'
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def _rss_mib(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+class RssSampler:
+    """Peak summed RSS per role of a process tree: ``python_driver`` (the root),
+    ``driver_jvm`` (the JVM it starts) and ``python_workers`` (every other descendant:
+    ``pyspark.daemon`` and the workers it forks)."""
+
+    def __init__(self, root: int, interval_s: float = 0.2) -> None:
+        self.root = root
+        self.interval_s = interval_s
+        self.peak: dict[str, float] = {
+            "driver_jvm": 0.0,
+            "python_driver": 0.0,
+            "python_workers": 0.0,
+        }
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def sample(self) -> dict[str, float]:
+        tree = _children()
+        now = dict.fromkeys(self.peak, 0.0)
+        stack = [self.root]
+        while stack:
+            pid = stack.pop()
+            stack.extend(tree.get(pid, ()))
+            if pid == self.root:
+                role = "python_driver"
+            elif "java" in _cmdline(pid).split(" ", 1)[0]:
+                role = "driver_jvm"
+            else:
+                # pyspark.daemon and the workers it forks (the JVM's only other children)
+                role = "python_workers"
+            now[role] += _rss_mib(pid)
+        for k, v in now.items():
+            self.peak[k] = max(self.peak[k], v)
+        return now
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.sample()
+
+
+# ---------------------------------------------------------------------- one ingest run
+
+
+def worker(spec: dict[str, Any]) -> dict[str, Any]:
+    """Ingest ``spec['log_dir']`` into a fresh schema; returns records, seconds, batch reports."""
+    from offsetscope.pipelines import ingest
+    from offsetscope.spark.session import build_session
+    from offsetscope.spark.tables import ensure_tables
+
+    out = Path(spec["out"]).resolve()
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    cfg = _bench_config(spec, out, "offsetscope_bench")
+    spark = build_session(cfg, app_name="offsetscope-bench-pipeline")
+    try:
+        ensure_tables(spark, cfg)
+        reports: list[dict[str, Any]] = []
+
+        def progress(r: ingest.BatchReport) -> None:
+            reports.append(
+                {
+                    "batch_id": r.batch_id,
+                    "rows_in": r.rows_in,
+                    "seconds": round(r.seconds, 3),
+                    "phases": {k: round(v, 3) for k, v in sorted(r.phases.items())},
+                    "written": dict(r.rows_written),
+                }
+            )
+            print(r.line(), file=sys.stderr, flush=True)
+
+        began = time.perf_counter()
+        ingest.run(spark, cfg, progress=progress)
+        seconds = time.perf_counter() - began
+    finally:
+        spark.stop()
+    return {
+        "records": sum(r["rows_in"] for r in reports),
+        "seconds": seconds,
+        "batches": reports,
+    }
+
+
+def run_worker(mode: str, spec: dict[str, Any], tag: str) -> dict[str, Any]:
+    """Run a worker (``--worker`` or ``--scaling``) in a child process, sampling its tree's
+    memory; returns its result with ``peak_rss_mib``."""
+    out = WORK / "pipeline" / tag
+    spec = {**spec, "out": str(out)}
+    result_file = WORK / "pipeline" / f"{tag}.json"
+    result_file.parent.mkdir(parents=True, exist_ok=True)
+    result_file.unlink(missing_ok=True)
+    log_path = WORK / "pipeline" / f"{tag}.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.pipeline", mode, json.dumps(spec), str(result_file)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=ROOT,
+        )
+        try:
+            with RssSampler(proc.pid) as sampler:
+                code = proc.wait()
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, 15)
+                proc.wait()
+    if code != 0 or not result_file.exists():
+        raise RuntimeError(f"pipeline run {tag} exited {code}:\n{log_path.read_text()[-3000:]}")
+    result: dict[str, Any] = json.loads(result_file.read_text())
+    result["peak_rss_mib"] = {k: round(v, 1) for k, v in sampler.peak.items()}
+    shutil.rmtree(out, ignore_errors=True)
+    return result
+
+
+def ingest_once(log_dir: Path, max_records_per_trigger: int, tag: str) -> dict[str, Any]:
+    """The ingest query over ``log_dir`` in a child process (:func:`worker`)."""
+    spec = {"log_dir": str(log_dir), "max_records_per_trigger": max_records_per_trigger}
+    return run_worker("--worker", spec, tag)
+
+
+def _phase_totals(batches: list[dict[str, Any]]) -> dict[str, float]:
+    totals: dict[str, float] = {}
+    for b in batches:
+        for k, v in b["phases"].items():
+            totals[k] = round(totals.get(k, 0.0) + v, 2)
+    return dict(sorted(totals.items(), key=lambda kv: -kv[1]))
+
+
+def run(runs: int = 3, scale: float = 1.0) -> list[Metric]:
+    groups = max(10, int(GROUPS * scale))
+    source = Input(groups, DURATION_S)
+    manifest = source.generate()
+    records = int(manifest["records"])
+    described = (
+        f"`simulate scale` {groups:,} groups x {PARTITIONS} partitions, {DURATION_S} s: "
+        f"{records:,} internal-topic records"
+    )
+    per_trigger = int(os.environ.get("BENCH_PIPELINE_PER_TRIGGER", "1000000"))
+    rates: list[float] = []
+    results: list[dict[str, Any]] = []
+    for i in range(runs):
+        res = ingest_once(source.log_dir, per_trigger, f"throughput-{i}")
+        if res["records"] != records:
+            raise RuntimeError(f"ingest read {res['records']} records of {records}")
+        print(
+            f"  pipeline run {i}: {records:,} records in {res['seconds']:.1f} s, "
+            f"{len(res['batches'])} batches, peak RSS {res['peak_rss_mib']}",
+            flush=True,
+        )
+        rates.append(records / res["seconds"])
+        results.append(res)
+    last = results[-1]
+    metrics = [
+        Metric(
+            "pipeline_records_per_s",
+            "records/s",
+            rates,
+            described,
+            f"log directory -> Delta on local[2], folds + MERGE, available_now, "
+            f"max_records_per_trigger {per_trigger:,}",
+            extra={
+                "phase_seconds_total": _phase_totals(last["batches"]),
+                "batches": last["batches"],
+            },
+        )
+    ]
+    metrics.extend(
+        Metric(
+            f"pipeline_peak_rss_{role}_mib",
+            "MiB",
+            [r["peak_rss_mib"][role] for r in results],
+            described,
+            "peak summed RSS of the role's processes during the throughput run, 0.2 s sampling",
+        )
+        for role in last["peak_rss_mib"]
+    )
+    metrics.extend(history_scaling(source, records, runs))
+    return metrics
+
+
+def _bench_config(spec: dict[str, Any], out: Path, schema: str) -> Any:
+    import dataclasses
+
+    from offsetscope import config
+
+    base = config.load(spec.get("env", "local"))
+    return dataclasses.replace(
+        base,
+        sources=dataclasses.replace(
+            base.sources,
+            kind="segments",
+            segments=dataclasses.replace(
+                base.sources.segments,
+                log_dir=str(Path(spec["log_dir"]).resolve()),
+                data_log_dir="",
+                max_records_per_trigger=int(spec.get("max_records_per_trigger", 1_000_000)),
+            ),
+        ),
+        storage=dataclasses.replace(
+            base.storage,
+            schema=schema,
+            warehouse_dir=str(out / "warehouse"),
+            checkpoint_dir=str(out / "checkpoints"),
+            metastore_dir=str(out / "metastore"),
+        ),
+        pipeline=dataclasses.replace(base.pipeline, trigger="available_now"),
+    )
+
+
+def scaling_worker(spec: dict[str, Any]) -> dict[str, Any]:
+    """One micro-batch (the last ``batch`` fraction of every partition) after the first
+    ``history`` fraction, and after ten times that, each into a schema of its own.
+
+    The slices are written to Parquet first, so the timed batch reads its records from a file
+    rather than re-framing the whole log directory; the pipeline's ``foreachBatch`` function
+    (``IngestPipeline.process_batch``) is called exactly as the streaming query calls it.
+    """
+    from pyspark.sql import functions as F
+
+    from offsetscope.pipelines import ingest
+    from offsetscope.spark import sources
+    from offsetscope.spark.logdir import LogEndCache, partition_dirs
+    from offsetscope.spark.session import build_session
+    from offsetscope.spark.tables import ensure_tables
+
+    out = Path(spec["out"]).resolve()
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    cfg = _bench_config(spec, out, "offsetscope_bench_1x")
+    spark = build_session(cfg, app_name="offsetscope-bench-scaling")
+    try:
+        cache = LogEndCache()
+        ends = [
+            (d.topic, d.partition, cache.log_end_offset(d))
+            for d in partition_dirs(Path(spec["log_dir"]))
+            if d.topic in ("__consumer_offsets", "__transaction_state")
+        ]
+        bounds = spark.createDataFrame(ends, "b_topic string, b_partition int, b_end bigint")
+        raw = sources.read_segments(spark, cfg, spec["log_dir"])
+        joined = raw.join(
+            F.broadcast(bounds),
+            (raw["topic"] == bounds["b_topic"]) & (raw["partition"] == bounds["b_partition"]),
+        )
+
+        def cut(lo: float, hi: float, name: str) -> Any:
+            path = str(out / f"slice-{name}")
+            pos = F.col("offset") / F.col("b_end")
+            joined.where((pos >= lo) & (pos < hi)).select(*raw.columns).write.parquet(path)
+            return spark.read.parquet(path)
+
+        fraction = float(spec["batch_fraction"])
+        batch = cut(1.0 - fraction, 1.01, "batch")
+        results: dict[str, Any] = {}
+        for label, times in (("1x", 1), ("10x", 10)):
+            schema = f"offsetscope_bench_{label}"
+            run_cfg = _bench_config(spec, out, schema)
+            ensure_tables(spark, run_cfg)
+            history = cut(0.0, fraction * times, label)
+            pipe = ingest.IngestPipeline(run_cfg, source_kind="segments", log_dir=spec["log_dir"])
+            pipe.process_batch(history, 0)
+            pipe.process_batch(batch, 1)
+            stored, measured = pipe.reports
+            results[label] = {
+                "history_records": stored.rows_in,
+                "history_seconds": round(stored.seconds, 3),
+                "rows_in": measured.rows_in,
+                "seconds": round(measured.seconds, 3),
+                "phases": {k: round(v, 3) for k, v in sorted(measured.phases.items())},
+            }
+            print(f"{label}: {results[label]}", file=sys.stderr, flush=True)
+    finally:
+        spark.stop()
+    return results
+
+
+def history_scaling(source: Input, records: int, runs: int) -> list[Metric]:
+    """The same micro-batch after 10x vs 1x stored history (``scaling_worker``)."""
+    fraction = max(SCALING_BATCH / records, 0.01)
+    fraction = min(fraction, 0.09)
+    ratios: list[float] = []
+    last: dict[str, Any] = {}
+    for i in range(max(1, runs - 1)):
+        last = run_worker(
+            "--scaling",
+            {"log_dir": str(source.log_dir), "batch_fraction": fraction},
+            f"scaling-{i}",
+        )
+        ratios.append(last["10x"]["seconds"] / last["1x"]["seconds"])
+        print(
+            f"  scaling run {i}: 1x {last['1x']['seconds']:.1f} s, "
+            f"10x {last['10x']['seconds']:.1f} s (batch of {last['1x']['rows_in']:,})",
+            flush=True,
+        )
+    return [
+        Metric(
+            "history_scaling_ratio",
+            "x",
+            ratios,
+            f"one micro-batch of {last['1x']['rows_in']:,} records (the last {fraction:.0%} of "
+            f"every partition of the `simulate scale` log, {source.groups:,} groups)",
+            f"batch time after {last['10x']['history_records']:,} stored records / after "
+            f"{last['1x']['history_records']:,}",
+            extra={"profile": last, "peak_rss_mib": last.get("peak_rss_mib", {})},
+        )
+    ]
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] in ("--worker", "--scaling"):
+        job = worker if sys.argv[1] == "--worker" else scaling_worker
+        outcome = job(json.loads(sys.argv[2]))
+        Path(sys.argv[3]).write_text(json.dumps(outcome))
+    else:
+        for metric in run(1, float(sys.argv[1]) if len(sys.argv) > 1 else 0.01):
+            print(metric.name, f"{metric.median:,.1f}", metric.unit)
