@@ -117,7 +117,7 @@ def spark(
                 "spark.driver.bindAddress": "127.0.0.1",
                 "spark.default.parallelism": "2",
                 # Delta's own test settings: small snapshot state and log cache.
-                "spark.databricks.delta.snapshotPartitions": "2",
+                "spark.databricks.delta.snapshotPartitions": "1",
                 "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
                 "spark.driver.extraJavaOptions": "-Ddelta.log.cacheSize=3",
             },
