@@ -295,7 +295,6 @@ def run(runs: int = 3, scale: float = 1.0) -> list[Metric]:
         f"{records:,} internal-topic records"
     )
     per_trigger = int(os.environ.get("BENCH_PIPELINE_PER_TRIGGER", "1000000"))
-    rates: list[float] = []
     results: list[dict[str, Any]] = []
     for i in range(runs):
         res = ingest_once(source.log_dir, per_trigger, f"throughput-{i}")
@@ -306,9 +305,18 @@ def run(runs: int = 3, scale: float = 1.0) -> list[Metric]:
             f"{len(res['batches'])} batches, peak RSS {res['peak_rss_mib']}",
             flush=True,
         )
-        rates.append(records / res["seconds"])
         results.append(res)
+    metrics = throughput_metrics(results, described, per_trigger)
+    metrics.extend(history_scaling(source, records, runs))
+    return metrics
+
+
+def throughput_metrics(
+    results: list[dict[str, Any]], described: str, per_trigger: int
+) -> list[Metric]:
+    """``pipeline_records_per_s`` and the peak RSS figures from :func:`ingest_once` results."""
     last = results[-1]
+    rates = [r["records"] / r["seconds"] for r in results]
     metrics = [
         Metric(
             "pipeline_records_per_s",
@@ -333,7 +341,6 @@ def run(runs: int = 3, scale: float = 1.0) -> list[Metric]:
         )
         for role in last["peak_rss_mib"]
     )
-    metrics.extend(history_scaling(source, records, runs))
     return metrics
 
 
