@@ -67,3 +67,50 @@ def test_generated_input_decodes_to_its_record_count(
     before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.log")}
     decode.generate(sizes, tmp_path)
     assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.log")} == before
+
+
+def test_results_keep_findings_and_limits_beside_metrics(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench import common
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results.json")
+    monkeypatch.setattr(common, "DOCS", tmp_path / "benchmarks.md")
+    common.save_results(
+        [
+            common.Metric("x_per_s", "records/s", [3.0, 1.0, 2.0], "tiny input"),
+            common.Finding("tool", "it panicked: No Zookeeper servers specified"),
+        ],
+        {"x_per_s": ">= 1"},
+        {"x_per_s": "the fixed cost per batch"},
+    )
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["metrics"]["x_per_s"]["value"] == 2.0
+    assert saved["findings"] == {"tool": "it panicked: No Zookeeper servers specified"}
+    docs = (tmp_path / "benchmarks.md").read_text()
+    assert "| `x_per_s` | 2 | records/s | >= 1 | tiny input |" in docs
+    assert "No Zookeeper servers specified" in docs
+    assert "**x_per_s.** the fixed cost per batch" in docs
+    # a later run of another benchmark keeps the earlier figures
+    common.save_results([common.Metric("y", "x", [1.5], "other")], {})
+    again = json.loads((tmp_path / "results.json").read_text())
+    assert set(again["metrics"]) == {"x_per_s", "y"}
+
+
+def test_rss_sampler_counts_the_root_and_its_children() -> None:
+    import os
+    import subprocess
+
+    from bench.pipeline import RssSampler
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        sampler = RssSampler(os.getpid())
+        now = sampler.sample()
+        assert now["python_driver"] > 0
+        assert now["python_workers"] > 0  # the child is neither the root nor a JVM
+        assert now["driver_jvm"] == 0
+        assert sampler.peak == now
+    finally:
+        child.kill()
+        child.wait()
