@@ -1245,8 +1245,13 @@ def ingest_corpus(
                 max_records_per_trigger=max_records_per_trigger,
             ),
         ),
+        # A warehouse and metastore of its own: the embedded metastore admits one JVM.
         storage=dataclasses.replace(
-            base.storage, schema="offsetscope_corpus", checkpoint_dir=str(work / "checkpoints")
+            base.storage,
+            schema="offsetscope_corpus",
+            checkpoint_dir=str(work / "checkpoints"),
+            warehouse_dir=str(work / "warehouse"),
+            metastore_dir=str(work / "metastore"),
         ),
         pipeline=dataclasses.replace(base.pipeline, trigger="available_now"),
     )
