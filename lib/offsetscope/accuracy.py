@@ -504,23 +504,10 @@ def scenario_config(
     base: config_mod.Config, name: str, log_dir: Path, checkpoints: Path, lines: Sequence[Line]
 ) -> config_mod.Config:
     """``base`` pointed at one scenario's log directory, schema and checkpoints."""
-    return dataclasses.replace(
-        base,
-        sources=dataclasses.replace(
-            base.sources,
-            kind="segments",
-            segments=dataclasses.replace(
-                base.sources.segments, log_dir=str(log_dir), data_log_dir=""
-            ),
-        ),
-        storage=dataclasses.replace(
-            base.storage, schema=schema_for(name), checkpoint_dir=str(checkpoints)
-        ),
-        pipeline=dataclasses.replace(
-            base.pipeline,
-            trigger="available_now",
-            read_committed_groups=tuple(read_committed_groups(lines)),
-        ),
+    cfg = config_mod.with_segment_source(base, log_dir)
+    cfg = config_mod.with_storage(cfg, schema=schema_for(name), checkpoint_dir=checkpoints)
+    return config_mod.with_pipeline(
+        cfg, trigger="available_now", read_committed_groups=tuple(read_committed_groups(lines))
     )
 
 
@@ -813,21 +800,9 @@ def real_broker_config(
     base: config_mod.Config, bootstrap: str, schema: str, checkpoints: Path
 ) -> config_mod.Config:
     """``base`` reading the harness broker with Spark's Kafka source, ``read_committed``."""
-    return dataclasses.replace(
-        base,
-        sources=dataclasses.replace(
-            base.sources,
-            kind="kafka",
-            kafka=dataclasses.replace(
-                base.sources.kafka,
-                bootstrap_servers=bootstrap,
-                starting_offsets="earliest",
-                isolation_level="read_committed",
-            ),
-        ),
-        storage=dataclasses.replace(base.storage, schema=schema, checkpoint_dir=str(checkpoints)),
-        pipeline=dataclasses.replace(base.pipeline, trigger="available_now"),
-    )
+    cfg = config_mod.with_kafka_source(base, bootstrap)
+    cfg = config_mod.with_storage(cfg, schema=schema, checkpoint_dir=checkpoints)
+    return config_mod.with_pipeline(cfg, trigger="available_now")
 
 
 def real_broker_accuracy(
@@ -881,15 +856,7 @@ def real_broker_accuracy(
 
 def accuracy_config(base: config_mod.Config, work_dir: Path) -> config_mod.Config:
     """``base`` with a warehouse, metastore and checkpoints of its own under ``work_dir``."""
-    return dataclasses.replace(
-        base,
-        storage=dataclasses.replace(
-            base.storage,
-            warehouse_dir=str(work_dir / "warehouse"),
-            metastore_dir=str(work_dir / "metastore"),
-            checkpoint_dir=str(work_dir / "checkpoints"),
-        ),
-    )
+    return config_mod.with_storage(base, work_dir=work_dir)
 
 
 QUIET_SPARK = {"spark.ui.showConsoleProgress": "false", "spark.ui.enabled": "false"}

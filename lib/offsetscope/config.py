@@ -730,6 +730,76 @@ def load(env: str = "local", conf_dir: Path | None = None, extra: Path | None = 
     return from_mapping(Config, tree)
 
 
+# --------------------------------------------------------------------------- overlays
+# Programs that run the pipeline on inputs of their own (the demo, the accuracy check, chaos
+# trials, benchmarks, tests) start from a loaded configuration and point it elsewhere.
+
+
+def with_segment_source(
+    cfg: Config,
+    log_dir: str | os.PathLike[str],
+    *,
+    data_log_dir: str = "",
+    max_records_per_trigger: int | None = None,
+) -> Config:
+    """``cfg`` reading the Kafka log directory ``log_dir`` (``[sources] kind = "segments"``)."""
+    segments = dataclasses.replace(
+        cfg.sources.segments, log_dir=os.fspath(log_dir), data_log_dir=data_log_dir
+    )
+    if max_records_per_trigger is not None:
+        segments = dataclasses.replace(segments, max_records_per_trigger=max_records_per_trigger)
+    sources = dataclasses.replace(cfg.sources, kind="segments", segments=segments)
+    return dataclasses.replace(cfg, sources=sources)
+
+
+def with_kafka_source(
+    cfg: Config,
+    bootstrap_servers: str,
+    *,
+    starting_offsets: str = "earliest",
+    isolation_level: str = "read_committed",
+) -> Config:
+    """``cfg`` reading the internal topics of the cluster at ``bootstrap_servers``."""
+    kafka = dataclasses.replace(
+        cfg.sources.kafka,
+        bootstrap_servers=bootstrap_servers,
+        starting_offsets=starting_offsets,
+        isolation_level=isolation_level,
+    )
+    return dataclasses.replace(
+        cfg, sources=dataclasses.replace(cfg.sources, kind="kafka", kafka=kafka)
+    )
+
+
+def with_storage(
+    cfg: Config,
+    *,
+    work_dir: str | os.PathLike[str] | None = None,
+    schema: str | None = None,
+    checkpoint_dir: str | os.PathLike[str] | None = None,
+) -> Config:
+    """``cfg`` with its warehouse, metastore and checkpoints under ``work_dir``, and/or another
+    schema or checkpoint folder."""
+    changes: dict[str, str] = {}
+    if work_dir is not None:
+        root = Path(work_dir)
+        changes.update(
+            warehouse_dir=str(root / "warehouse"),
+            metastore_dir=str(root / "metastore"),
+            checkpoint_dir=str(root / "checkpoints"),
+        )
+    if checkpoint_dir is not None:
+        changes["checkpoint_dir"] = os.fspath(checkpoint_dir)
+    if schema is not None:
+        changes["schema"] = schema
+    return dataclasses.replace(cfg, storage=dataclasses.replace(cfg.storage, **changes))
+
+
+def with_pipeline(cfg: Config, **changes: Any) -> Config:
+    """``cfg`` with ``[pipeline]`` settings replaced (``trigger="available_now"``, ...)."""
+    return dataclasses.replace(cfg, pipeline=dataclasses.replace(cfg.pipeline, **changes))
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:

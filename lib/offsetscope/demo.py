@@ -300,26 +300,10 @@ def _internal_records(log_dir: Path) -> int:
 
 def demo_config(base: config_mod.Config, work_dir: Path, scenario: Scenario) -> config_mod.Config:
     """``base`` with the demo's log directory and its own storage under ``work_dir``."""
-    return dataclasses.replace(
-        base,
-        sources=dataclasses.replace(
-            base.sources,
-            kind="segments",
-            segments=dataclasses.replace(
-                base.sources.segments, log_dir=str(scenario.log_dir), data_log_dir=""
-            ),
-        ),
-        storage=dataclasses.replace(
-            base.storage,
-            warehouse_dir=str(work_dir / "warehouse"),
-            metastore_dir=str(work_dir / "metastore"),
-            checkpoint_dir=str(work_dir / "checkpoints"),
-        ),
-        pipeline=dataclasses.replace(
-            base.pipeline,
-            trigger="available_now",
-            read_committed_groups=scenario.read_committed_groups,
-        ),
+    cfg = config_mod.with_segment_source(base, scenario.log_dir)
+    cfg = config_mod.with_storage(cfg, work_dir=work_dir)
+    return config_mod.with_pipeline(
+        cfg, trigger="available_now", read_committed_groups=scenario.read_committed_groups
     )
 
 
@@ -547,30 +531,13 @@ def live_config(
     base: config_mod.Config, work_dir: Path, bootstrap: str, trigger: str
 ) -> config_mod.Config:
     """``base`` reading the broker with the Kafka source on a processing-time trigger."""
-    return dataclasses.replace(
-        base,
-        sources=dataclasses.replace(
-            base.sources,
-            kind="kafka",
-            kafka=dataclasses.replace(
-                base.sources.kafka,
-                bootstrap_servers=bootstrap,
-                starting_offsets="earliest",
-                isolation_level="read_committed",
-            ),
-        ),
-        storage=dataclasses.replace(
-            base.storage,
-            warehouse_dir=str(work_dir / "warehouse"),
-            metastore_dir=str(work_dir / "metastore"),
-            checkpoint_dir=str(work_dir / "checkpoints"),
-        ),
-        pipeline=dataclasses.replace(
-            base.pipeline,
-            trigger="processing_time",
-            processing_time=trigger,
-            read_committed_groups=(Traffic.TXN_GROUP,),
-        ),
+    cfg = config_mod.with_kafka_source(base, bootstrap)
+    cfg = config_mod.with_storage(cfg, work_dir=work_dir)
+    return config_mod.with_pipeline(
+        cfg,
+        trigger="processing_time",
+        processing_time=trigger,
+        read_committed_groups=(Traffic.TXN_GROUP,),
     )
 
 

@@ -11,7 +11,6 @@ still-running query shows that too. End offsets come from the AdminClient.
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,26 +135,9 @@ def live_cfg(
     offsetscope_config: config.Config, kafka_broker: BrokerHandle, tmp_path: Path
 ) -> config.Config:
     schema = f"t_live_{uuid.uuid4().hex[:8]}"
-    base = offsetscope_config
-    return dataclasses.replace(
-        base,
-        sources=dataclasses.replace(
-            base.sources,
-            kind="kafka",
-            kafka=dataclasses.replace(
-                base.sources.kafka,
-                bootstrap_servers=kafka_broker.bootstrap,
-                starting_offsets="earliest",
-                isolation_level="read_committed",
-            ),
-        ),
-        storage=dataclasses.replace(
-            base.storage, schema=schema, checkpoint_dir=str(tmp_path / "checkpoints")
-        ),
-        pipeline=dataclasses.replace(
-            base.pipeline, trigger="processing_time", processing_time="1 second"
-        ),
-    )
+    cfg = config.with_kafka_source(offsetscope_config, kafka_broker.bootstrap)
+    cfg = config.with_storage(cfg, schema=schema, checkpoint_dir=tmp_path / "checkpoints")
+    return config.with_pipeline(cfg, trigger="processing_time", processing_time="1 second")
 
 
 def test_rows_appear_while_the_query_runs(

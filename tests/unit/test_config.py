@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from offsetscope import config
 from offsetscope.config import Config, InvalidConfigError, load
 
 
@@ -64,3 +65,25 @@ def test_invalid_toml(tmp_path: Path) -> None:
     _write(tmp_path, "base.toml", "[storage\n")
     with pytest.raises(InvalidConfigError, match="not valid TOML"):
         load("base", tmp_path)
+
+
+def test_overlays_point_a_loaded_configuration_elsewhere(tmp_path: Path) -> None:
+    base = config.load("local")
+    seg = config.with_segment_source(base, tmp_path / "logs", max_records_per_trigger=500)
+    assert (seg.sources.kind, seg.sources.segments.log_dir) == ("segments", str(tmp_path / "logs"))
+    assert seg.sources.segments.max_records_per_trigger == 500
+    kafka = config.with_kafka_source(base, "127.0.0.1:1234", isolation_level="read_uncommitted")
+    assert kafka.sources.kind == "kafka"
+    assert kafka.sources.kafka.bootstrap_servers == "127.0.0.1:1234"
+    assert kafka.sources.kafka.isolation_level == "read_uncommitted"
+    stored = config.with_storage(base, work_dir=tmp_path, schema="s1")
+    assert stored.storage.warehouse_dir == str(tmp_path / "warehouse")
+    assert stored.storage.metastore_dir == str(tmp_path / "metastore")
+    assert stored.storage.checkpoint_dir == str(tmp_path / "checkpoints")
+    assert stored.storage.schema == "s1"
+    moved = config.with_storage(stored, checkpoint_dir=tmp_path / "elsewhere")
+    assert moved.storage.checkpoint_dir == str(tmp_path / "elsewhere")
+    assert moved.storage.warehouse_dir == stored.storage.warehouse_dir
+    later = config.with_pipeline(base, trigger="available_now")
+    assert later.pipeline.trigger == "available_now"
+    assert later.sources == base.sources  # everything else untouched
