@@ -457,18 +457,23 @@ def history_scaling(source: Input, records: int, runs: int) -> list[Metric]:
             f"10x {last['10x']['seconds']:.1f} s (batch of {last['1x']['rows_in']:,})",
             flush=True,
         )
-    return [
-        Metric(
-            "history_scaling_ratio",
-            "x",
-            ratios,
-            f"one micro-batch of {last['1x']['rows_in']:,} records (the last {fraction:.0%} of "
-            f"every partition of the `simulate scale` log, {source.groups:,} groups)",
-            f"batch time after {last['10x']['history_records']:,} stored records / after "
-            f"{last['1x']['history_records']:,}",
-            extra={"profile": last, "peak_rss_mib": last.get("peak_rss_mib", {})},
-        )
-    ]
+    return [scaling_metric(ratios, last, source, fraction)]
+
+
+def scaling_metric(
+    ratios: list[float], last: dict[str, Any], source: Input, fraction: float
+) -> Metric:
+    """``history_scaling_ratio`` from :func:`scaling_worker` results."""
+    return Metric(
+        "history_scaling_ratio",
+        "x",
+        ratios,
+        f"one micro-batch of {last['1x']['rows_in']:,} records (the last {fraction:.0%} of "
+        f"every partition of the `simulate scale` log, {source.groups:,} groups)",
+        f"batch time after {last['10x']['history_records']:,} stored records / after "
+        f"{last['1x']['history_records']:,}",
+        extra={"profile": last, "peak_rss_mib": last.get("peak_rss_mib", {})},
+    )
 
 
 if __name__ == "__main__":
