@@ -68,3 +68,15 @@ def test_a_stuck_rebalance_lists_a_bounded_number_of_generations() -> None:
     rows = list(materialize(out.group_generations).values())
     (stuck,) = stuck_rebalances(rows, states.groups.values(), T0 + 20 * MIN)
     assert len(stuck.generations) == MAX_LISTED_GENERATIONS
+
+
+def test_a_jump_from_a_negative_generation_saturates_at_int32() -> None:
+    # Found by make corpus at 100,000 records: generation -2^31 then 2 made rebalances 2^31 + 2,
+    # which the int column of group_generations cannot hold (the batch failed in Arrow).
+    log = Log()
+    log.group(G, -(2**31), [M("a", [("orders", 0)])], T0)
+    log.group(G, 2, [M("a", [("orders", 0)])], T0 + MIN)
+    _, out = fold_batch(None, log.events)
+    rows = sorted(materialize(out.group_generations).values(), key=lambda r: r.generation)
+    assert (rows[-1].generations_skipped, rows[-1].rebalances) == (INT32_MAX - 1, INT32_MAX)
+    assert all(-(2**31) <= r.rebalances <= INT32_MAX for r in rows)

@@ -89,6 +89,19 @@ DAY_MS = 24 * HOUR_MS
 # beyond it the 1 h / 24 h counts saturate instead of the fold allocating without bound.
 MAX_REBALANCE_TIMES = 100_000
 
+INT32_MAX = 2**31 - 1
+
+
+def _jump(previous: int, generation: int) -> tuple[int, int]:
+    """(generations skipped, rebalances) from ``previous`` to ``generation``.
+
+    Both are int32 in Kafka, so a corrupt record (a negative generation, then a positive one)
+    can make the difference exceed int32, the type of the table columns: it saturates there.
+    """
+    rebalances = min(generation - previous, INT32_MAX)
+    return rebalances - 1, rebalances
+
+
 CLASSIC = "classic"
 KIP848 = "kip848"
 SIMPLE = "simple"
@@ -592,7 +605,7 @@ class _Folder:
             joined, left, replaced = _diff_members((), members)
             moved: tuple[TopicPartition, ...] = ()
         else:
-            skipped, rebalances = g - prev.generation - 1, g - prev.generation
+            skipped, rebalances = _jump(prev.generation, g)
             joined, left, replaced = _diff_members(prev.members, members)
             moved = _moved(_owners(prev.members, prev.assignment), _owners(members, assignment))
         row = GenerationRow(
@@ -881,7 +894,7 @@ class _Folder:
             skipped, rebalances = max(0, epoch - 1), (1 if epoch >= 1 else 0)
             joined, left, replaced = _diff_members((), members)
         else:
-            skipped, rebalances = epoch - prev.generation - 1, epoch - prev.generation
+            skipped, rebalances = _jump(prev.generation, epoch)
             joined, left, replaced = _diff_members(prev.members, members)
         assignors = Counter(m.server_assignor for m in self.kmembers.values() if m.server_assignor)
         row = GenerationRow(
