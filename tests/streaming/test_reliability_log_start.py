@@ -1,0 +1,75 @@
+"""A checkpoint that points below the log start offset (retention or compaction deleted
+segments the query had not read yet): the query goes on from the log start offset and the
+audit row of the batch says how many offsets it did not see -- deliberately, never silently
+(``docs/reliability.md``).
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+from test_reliability_corpus import corpus_config
+
+from offsetscope import config, corpus
+from offsetscope.pipelines import ingest
+from offsetscope.protocol.log import LogConfig, PartitionWriter, RecordSpec
+from offsetscope.protocol.records import OFFSETS_TOPIC
+from offsetscope.protocol.registry import BY_TOPIC
+from offsetscope.spark import tables as catalogue
+
+pytestmark = [pytest.mark.spark, pytest.mark.streaming]
+
+
+def _append(writer: PartitionWriter, rng: random.Random, batches: int) -> None:
+    rt = BY_TOPIC[OFFSETS_TOPIC][1]
+    for _ in range(batches):
+        specs = []
+        for _ in range(4):
+            key, value = corpus.synthetic_record(rt, 3, rng)
+            specs.append(RecordSpec(key, value, corpus.START_MS + writer.next_offset))
+        writer.append(specs)
+    writer.flush()
+
+
+def test_a_checkpoint_below_the_log_start_offset_is_audited(
+    spark: SparkSession, offsetscope_config: config.Config, tmp_path: Path
+) -> None:
+    rng = random.Random(4)
+    pdir = tmp_path / "logs" / f"{OFFSETS_TOPIC}-0"
+    tag = uuid.uuid4().hex[:8]
+    cfg = corpus_config(offsetscope_config, f"t_logstart_{tag}", tmp_path)
+    query = f"logstart_{tag}"
+    try:
+        with PartitionWriter(pdir, config=LogConfig(segment_bytes=4096)) as writer:
+            _append(writer, rng, 10)
+            read_up_to = writer.next_offset
+            ingest.run(spark, cfg, query_name=query, log_dir=str(pdir.parent))
+            _append(writer, rng, 40)
+            # Retention deletes the oldest segments, including ones the query never read.
+            bases = writer.segment_base_offsets
+            log_start = next(b for b in bases if b > read_up_to + 20)
+            for f in pdir.iterdir():
+                if f.suffix in (".log", ".index", ".timeindex") and int(f.stem) < log_start:
+                    f.unlink()
+            end = writer.next_offset
+        ingest.run(spark, cfg, query_name=query, log_dir=str(pdir.parent))
+
+        audit = spark.table(catalogue.table_name(cfg, "batch_audit")).orderBy("batch_id").collect()
+        assert sum(r["offsets_not_seen"] for r in audit) == log_start - read_up_to
+        (skipped,) = [r for r in audit if r["offsets_not_seen"]]
+        (part,) = skipped["source_partitions"]
+        assert (part["first_offset"], part["offsets_not_seen"]) == (
+            log_start,
+            log_start - read_up_to,
+        )
+        offsets = sorted(
+            r["record_offset"]
+            for r in spark.table(catalogue.table_name(cfg, "offset_commits")).collect()
+        )
+        assert offsets == [*range(read_up_to), *range(log_start, end)]
+    finally:
+        spark.sql(f"DROP SCHEMA IF EXISTS {cfg.storage.schema} CASCADE")
