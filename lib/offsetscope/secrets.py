@@ -455,8 +455,11 @@ def spark_redaction_conf() -> dict[str, str]:
     return {
         "spark.redaction.regex": r"(?i)secret|password|token|access[.]?key|jaas",
         "spark.sql.redaction.options.regex": r"(?i)url|jaas|password|secret|token",
+        # Possessive quantifiers: Java's regex engine recurses once per iteration of a
+        # group; `(?:[^"\\]|\\.)*` over a long plan string (Spark applies this to every
+        # explain string) overflowed the stack of the stream execution thread.
         "spark.sql.redaction.string.regex": (
-            r"(?i)(?:password|clientSecret|secret)\s*=\s*\"(?:[^\"\\]|\\.)*\""
+            r"(?i)(?:password|clientSecret|secret)\s*+=\s*+\"(?:[^\"\\]++|\\.)*+\""
         ),
     }
 

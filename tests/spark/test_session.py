@@ -102,3 +102,18 @@ def test_idempotent_writes_skip_a_replayed_batch(spark: SparkSession, schema: st
     counts = {r["batch"]: r["count"] for r in spark.table(table).groupBy("batch").count().collect()}
     assert counts == {0: 3, 1: 3}
     assert DeltaTable.forName(spark, table).history().count() == 3  # create + two appends
+
+
+def test_the_string_redaction_regex_survives_long_plan_strings_in_the_jvm(
+    spark: SparkSession,
+) -> None:
+    """Spark applies ``spark.sql.redaction.string.regex`` to every plan string with Java's regex
+    engine, which recursed once per character on the old pattern and overflowed the stream
+    thread's stack (the live demo died of it)."""
+    from offsetscope import secrets
+
+    regex = secrets.spark_redaction_conf()["spark.sql.redaction.string.regex"]
+    assert spark.conf.get("spark.sql.redaction.string.regex") == regex
+    pattern = spark.sparkContext._jvm.java.util.regex.Pattern.compile(regex)  # type: ignore[union-attr]
+    long_value = 'password="' + 'a\\"b' * 60_000 + '" rest'
+    assert pattern.matcher(long_value).replaceAll("***") == "*** rest"
