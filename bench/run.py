@@ -81,7 +81,11 @@ LIMITS: dict[str, str] = {
         "machine."
     ),
     "history_scaling_ratio": (
-        "Appends (raw_records, offset_commits, the silver tables) do not read the table, and "
+        "Measured 1.21: the same 20,000-record batch (1,008 groups) took 97 s after 20,000 "
+        "stored records and 118 s after 200,000. The phase that grew most is the "
+        "partition_lag MERGE (27 s -> 40 s: pruned to the batch's dates, but all of this "
+        "input is one day, so that partition grows with every batch); the rest moved within the noise of the "
+        "shared machine (groups_current went 39 s -> 21 s). Appends (raw_records, offset_commits, the silver tables) do not read the table, and "
         "MERGEs are restricted to the batch's keys (IN-lists on the natural key, and on the "
         "date partition for offset_commits and partition_lag), so Delta prunes files by "
         "their statistics; the fold state is read per key the batch touches. What still "
