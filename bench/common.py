@@ -133,7 +133,11 @@ def save_results(
         if isinstance(m, Finding):
             results["findings"][m.name] = m.text
         else:
-            results["metrics"][m.name] = m.as_json()
+            results["metrics"][m.name] = {
+                **m.as_json(),
+                "measured_at": results["machine"]["measured_at"],
+                "load_average": results["machine"]["load_average"],
+            }
     results["limits"] = dict(limits or {})
     RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
     write_docs(results, targets)
@@ -146,7 +150,8 @@ def write_docs(results: dict[str, Any], targets: dict[str, str]) -> None:
         "# Benchmarks",
         "",
         "Written by `make bench` (`bench/run.py`); every figure is the median of the samples",
-        "listed in `bench/results.json`, all measured in one run on this machine:",
+        "listed in `bench/results.json` (with when each was measured and the load average then;",
+        "`BENCH_ONLY` runs update their own figures and keep the others), on this machine:",
         "",
         f"* CPU: {m.get('cpu')} ({m.get('cores')} cores), {m.get('memory_gib')} GiB",
         f"* {m.get('os')}, Python {m.get('python')}, {m.get('java')}",
