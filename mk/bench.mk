@@ -4,6 +4,8 @@
 # no root, no network) does not stop `make bench`: the exact error lines are kept in
 # .work/bench/burrow/install.log and the Burrow benchmark reports them as its finding.
 BURROW_DIR := .work/bench/burrow
+# `make bench BENCH_ONLY="decode pipeline" BENCH_SCALE=0.01` reaches bench/run.py's options
+export BENCH_ONLY BENCH_SCALE BENCH_PIPELINE_PER_TRIGGER
 
 bench-burrow: ## install Debian's burrow package when absent (errors kept in .work/bench/burrow/install.log)
 	@mkdir -p $(BURROW_DIR)
