@@ -590,7 +590,7 @@ def run_live(
             finally:
                 progress("[4/4] stopping the clients, the query and the broker ...")
                 traffic.stop()
-                query.stop()
+                pipeline.stop_between_batches(query)
             error = query.exception()
             if error is not None:
                 progress(f"the ingest query failed: {error}")
