@@ -34,8 +34,12 @@ the log / deleted-file retention from ``[pipeline]``.
 
 from __future__ import annotations
 
+import logging
+import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
@@ -489,9 +493,43 @@ def ensure_tables(
                     "migrate or drop it (the catalogue in offsetscope.spark.tables changed)"
                 )
         else:
+            _clear_interrupted_create(spark, cfg, name)
             spark.sql(create_table_sql(cfg, table))
         out[name] = qualified
     return out
+
+
+_FIRST_COMMIT = f"{0:020d}.json"
+
+
+def _clear_interrupted_create(spark: SparkSession, cfg: Config, logical: str) -> None:
+    """Remove what a CREATE TABLE killed half-way left at a managed table's local location.
+
+    Delta commits version 0 (``CREATE TABLE``) to the location, then the metastore registers
+    the table; a driver killed in between leaves a location the next CREATE TABLE refuses
+    (``DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION``), so the job could never start again
+    (found by ``make chaos``). A location holding nothing but that first commit has no data:
+    it is removed. Anything more is left for Delta to refuse. Only local (``file:``)
+    warehouses; other catalogs manage their locations themselves.
+    """
+    if cfg.storage.catalog:
+        return
+    uri = spark.catalog.getDatabase(cfg.storage.schema).locationUri
+    parsed = urlparse(uri)
+    if parsed.scheme not in ("file", ""):
+        return
+    location = Path(unquote(parsed.path)) / physical_name(cfg, logical).lower()
+    if not location.is_dir():
+        return
+    entries = {p.name for p in location.iterdir()}
+    log = location / "_delta_log"
+    commits = {p.name for p in log.glob("*.json")} if log.is_dir() else set()
+    if entries <= {"_delta_log"} and commits <= {_FIRST_COMMIT}:
+        logging.getLogger(__name__).warning(
+            "removing %s: an interrupted CREATE TABLE left it (no data, not registered)",
+            location,
+        )
+        shutil.rmtree(location)
 
 
 # ----------------------------------------------------------------------------- Arrow types
