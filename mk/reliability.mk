@@ -19,3 +19,12 @@ fuzz: install ## hypothesis at scale on the protocol layer for FUZZ_SECONDS (dec
 		$(PY) -m pytest tests/fuzz -m slow -q -s -p no:randomly
 
 .PHONY: fuzz
+
+CHAOS_TRIALS ?= 20
+CHAOS_SEED ?= 1
+CHAOS_OUT ?= .work/chaos
+
+chaos: install ## SIGKILL the ingest driver CHAOS_TRIALS times (timed / inside a Delta commit), restart, compare every table
+	$(PY) -m offsetscope.chaos --trials $(CHAOS_TRIALS) --seed $(CHAOS_SEED) --out $(CHAOS_OUT)
+
+.PHONY: chaos
