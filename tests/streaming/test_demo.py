@@ -74,7 +74,9 @@ def test_rebalances_in_the_last_hour_match_the_truth(run: tuple) -> None:
         == f"Generation history of '{top}' (the group that rebalanced most)"
     )
     stored = {
-        t["generation_id"] for t in truth if t["type"] == "AssignmentStored" and t["group_id"] == top
+        t["generation_id"]
+        for t in truth
+        if t["type"] == "AssignmentStored" and t["group_id"] == top
     }
     assert stored <= {r["generation"] for r in history}
 
