@@ -345,32 +345,15 @@ def throughput_metrics(
 
 
 def _bench_config(spec: dict[str, Any], out: Path, schema: str) -> Any:
-    import dataclasses
-
     from offsetscope import config
 
-    base = config.load(spec.get("env", "local"))
-    return dataclasses.replace(
-        base,
-        sources=dataclasses.replace(
-            base.sources,
-            kind="segments",
-            segments=dataclasses.replace(
-                base.sources.segments,
-                log_dir=str(Path(spec["log_dir"]).resolve()),
-                data_log_dir="",
-                max_records_per_trigger=int(spec.get("max_records_per_trigger", 1_000_000)),
-            ),
-        ),
-        storage=dataclasses.replace(
-            base.storage,
-            schema=schema,
-            warehouse_dir=str(out / "warehouse"),
-            checkpoint_dir=str(out / "checkpoints"),
-            metastore_dir=str(out / "metastore"),
-        ),
-        pipeline=dataclasses.replace(base.pipeline, trigger="available_now"),
+    cfg = config.with_segment_source(
+        config.load(spec.get("env", "local")),
+        Path(spec["log_dir"]).resolve(),
+        max_records_per_trigger=int(spec.get("max_records_per_trigger", 1_000_000)),
     )
+    cfg = config.with_storage(cfg, work_dir=out, schema=schema)
+    return config.with_pipeline(cfg, trigger="available_now")
 
 
 def scaling_worker(spec: dict[str, Any]) -> dict[str, Any]:

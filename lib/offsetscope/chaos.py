@@ -33,7 +33,6 @@ one JVM at a time; the trials run one after another).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import random
@@ -73,28 +72,14 @@ class Trial:
 def trial_config(base: config.Config, out: Path, schema: str, max_records: int) -> config.Config:
     """``base`` reading ``out/logs`` available-now in batches of ``max_records`` into ``schema``,
     with its own warehouse, metastore and checkpoint under ``out``."""
-    work = out / "runs"
-    return dataclasses.replace(
-        base,
-        sources=dataclasses.replace(
-            base.sources,
-            kind="segments",
-            segments=dataclasses.replace(
-                base.sources.segments,
-                log_dir=str((out / "logs").resolve()),
-                data_log_dir="",
-                max_records_per_trigger=max_records,
-            ),
-        ),
-        storage=dataclasses.replace(
-            base.storage,
-            schema=schema,
-            checkpoint_dir=str((work / "checkpoints" / schema).resolve()),
-            warehouse_dir=str((work / "warehouse").resolve()),
-            metastore_dir=str((work / "metastore").resolve()),
-        ),
-        pipeline=dataclasses.replace(base.pipeline, trigger="available_now"),
+    work = (out / "runs").resolve()
+    cfg = config.with_segment_source(
+        base, (out / "logs").resolve(), max_records_per_trigger=max_records
     )
+    cfg = config.with_storage(
+        cfg, work_dir=work, schema=schema, checkpoint_dir=work / "checkpoints" / schema
+    )
+    return config.with_pipeline(cfg, trigger="available_now")
 
 
 def _driver_command(out: Path, schema: str, max_records: int, env: str) -> list[str]:

@@ -1223,7 +1223,6 @@ def ingest_corpus(
     root: Path, *, env: str = "local", max_records_per_trigger: int = 50_000
 ) -> tuple[Accounting, Peaks]:
     """Ingest the corpus at ``root`` into a fresh schema (available now), then account for it."""
-    import dataclasses
     import shutil
 
     from offsetscope import config
@@ -1233,28 +1232,12 @@ def ingest_corpus(
     base = config.load(env)
     work = root.resolve().parent / f"{root.name}-pipeline"
     shutil.rmtree(work, ignore_errors=True)
-    cfg = dataclasses.replace(
-        base,
-        sources=dataclasses.replace(
-            base.sources,
-            kind="segments",
-            segments=dataclasses.replace(
-                base.sources.segments,
-                log_dir=str(root.resolve()),
-                data_log_dir="",
-                max_records_per_trigger=max_records_per_trigger,
-            ),
-        ),
-        # A warehouse and metastore of its own: the embedded metastore admits one JVM.
-        storage=dataclasses.replace(
-            base.storage,
-            schema="offsetscope_corpus",
-            checkpoint_dir=str(work / "checkpoints"),
-            warehouse_dir=str(work / "warehouse"),
-            metastore_dir=str(work / "metastore"),
-        ),
-        pipeline=dataclasses.replace(base.pipeline, trigger="available_now"),
+    cfg = config.with_segment_source(
+        base, root.resolve(), max_records_per_trigger=max_records_per_trigger
     )
+    # A warehouse and metastore of its own: the embedded metastore admits one JVM.
+    cfg = config.with_storage(cfg, work_dir=work, schema="offsetscope_corpus")
+    cfg = config.with_pipeline(cfg, trigger="available_now")
     with MemoryWatch() as watch:
         spark = build_job_session(cfg, app_name="offsetscope-corpus")
         spark.sql(f"DROP SCHEMA IF EXISTS {cfg.storage.schema} CASCADE")
