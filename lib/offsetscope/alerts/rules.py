@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from offsetscope.alerts.episodes import change_points, find_episodes
+from offsetscope.alerts.episodes import Episode, change_points, find_episodes
 from offsetscope.alerts.model import (
     DATA_LOSS,
     GROUP,
@@ -154,6 +154,14 @@ def _range_text(numbers: Sequence[int]) -> str:
     return ", ".join(map(str, numbers))
 
 
+def _episode_finding(ep: Episode[Any], **fields: Any) -> Finding:
+    """The finding of an episode :func:`find_episodes` reported: it is identified, starts and
+    opens at the episode's start, and resolves at its end (None while it holds)."""
+    return Finding(
+        episode=ep.start, episode_start=ep.start, opened_at=ep.start, resolved_at=ep.end, **fields
+    )
+
+
 # ----------------------------------------------------------------------------- storm
 
 
@@ -197,15 +205,12 @@ def rebalance_storm(inputs: RuleInputs, cfg: AlertsConfig) -> list[Finding]:
             generations = tuple(r.generation for r in involved)
             members = sorted({m for r in involved for m in (*r.members_joined, *r.members_left)})
             out.append(
-                Finding(
+                _episode_finding(
+                    ep,
                     rule=REBALANCE_STORM,
                     subject_kind=GROUP,
                     subject=group,
                     detail="",
-                    episode=ep.start,
-                    episode_start=ep.start,
-                    opened_at=ep.start,
-                    resolved_at=ep.end,
                     severity=s.severity,
                     value=ep.peak,
                     threshold=limit,
@@ -265,15 +270,12 @@ def member_churn(inputs: RuleInputs, cfg: AlertsConfig) -> list[Finding]:
             peak = ep.peak
             changes = len(peak.joined) + len(peak.left)
             out.append(
-                Finding(
+                _episode_finding(
+                    ep,
                     rule=MEMBER_CHURN,
                     subject_kind=GROUP,
                     subject=group,
                     detail="",
-                    episode=ep.start,
-                    episode_start=ep.start,
-                    opened_at=ep.start,
-                    resolved_at=ep.end,
                     severity=s.severity,
                     value=changes,
                     threshold=s.max_member_changes,
@@ -416,15 +418,12 @@ def lag_stall(inputs: RuleInputs, cfg: AlertsConfig) -> list[Finding]:
             status, window = ep.last
             first, last = window[0], window[-1]
             out.append(
-                Finding(
+                _episode_finding(
+                    ep,
                     rule=LAG_STALL,
                     subject_kind=PARTITION,
                     subject=group,
                     detail=f"{topic}:{partition}",
-                    episode=ep.start,
-                    episode_start=ep.start,
-                    opened_at=ep.start,
-                    resolved_at=ep.end,
                     severity=s.severity,
                     value=last.lag,
                     threshold=s.allowed_lag,
@@ -471,15 +470,12 @@ def data_loss(inputs: RuleInputs, cfg: AlertsConfig) -> list[Finding]:
         ):
             peak = ep.peak
             out.append(
-                Finding(
+                _episode_finding(
+                    ep,
                     rule=DATA_LOSS,
                     subject_kind=PARTITION,
                     subject=group,
                     detail=f"{topic}:{partition}",
-                    episode=ep.start,
-                    episode_start=ep.start,
-                    opened_at=ep.start,
-                    resolved_at=ep.end,
                     severity=s.severity,
                     value=peak.lost_records,
                     threshold=s.min_lost_records,
@@ -615,15 +611,12 @@ def quality(inputs: RuleInputs, cfg: AlertsConfig) -> list[Finding]:
             ]
             names = sorted({n for r in failing for n in r.failed_expectations})
             out.append(
-                Finding(
+                _episode_finding(
+                    ep,
                     rule=QUALITY,
                     subject_kind=TABLE,
                     subject=table,
                     detail="",
-                    episode=ep.start,
-                    episode_start=ep.start,
-                    opened_at=ep.start,
-                    resolved_at=ep.end,
                     severity=s.severity,
                     value=sum(r.failed_rows for r in failing),
                     threshold=0,
