@@ -204,3 +204,22 @@ def test_results_and_quarantine_are_kept_once_and_the_failure_raises_an_alert(
     (alert,) = evaluation.rows
     assert (alert.status, alert.resolved_at) == ("resolved", T + 7_200_000)
     runner.close(spark)
+
+
+def test_timestamps_outside_pandas_range_are_flagged_not_fatal(spark: SparkSession) -> None:
+    """A corrupt record's timestamp can be any year Spark holds (1-9999); pandas' datetime64[ns]
+    stops at 1677 and 2262, so the pandas engine must not convert them as datetimes. Both
+    engines flag the same rows."""
+    year_1 = writes.MIN_TIMESTAMP_MS
+    year_9999 = writes.MAX_TIMESTAMP_MS
+    samples = [
+        EndOffsetSample("orders", 0, 0, 100, 100, T),
+        EndOffsetSample("orders", 1, 0, 100, 100, year_1),
+        EndOffsetSample("orders", 2, 0, 100, 100, year_9999),
+    ]
+    df = writes.rows_frame(spark, "end_offsets", samples)
+    for engine in ({}, {"pandas_max_rows": 0}):
+        good, failed, result = validate(df, "end_offsets", 1, clock=NOW, **engine)
+        assert [r["partition"] for r in good.select("partition").collect()] == [0]
+        assert sorted(r["partition"] for r in failed.select("partition").collect()) == [1, 2]
+        assert result.failed_expectations == ("plausible_time:sampled_at",)

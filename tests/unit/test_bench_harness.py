@@ -98,19 +98,35 @@ def test_results_keep_findings_and_limits_beside_metrics(
 
 
 def test_rss_sampler_counts_the_root_and_its_children() -> None:
-    import os
     import subprocess
+    import time
 
     from bench.pipeline import RssSampler
 
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    # A root of our own (this test process may have a Spark JVM child in a full run) with one
+    # Python child.
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import subprocess, sys, time; "
+                "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); "
+                "time.sleep(30)"
+            ),
+        ]
+    )
     try:
-        sampler = RssSampler(os.getpid())
+        sampler = RssSampler(parent.pid)
+        deadline = time.monotonic() + 20
         now = sampler.sample()
+        while now["python_workers"] == 0 and time.monotonic() < deadline:
+            now = sampler.sample()  # until the child has started
         assert now["python_driver"] > 0
         assert now["python_workers"] > 0  # the child is neither the root nor a JVM
         assert now["driver_jvm"] == 0
-        assert sampler.peak == now
+        assert sampler.peak["driver_jvm"] == 0
     finally:
-        child.kill()
-        child.wait()
+        subprocess.run(["pkill", "-P", str(parent.pid)], check=False)
+        parent.kill()
+        parent.wait()

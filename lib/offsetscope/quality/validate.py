@@ -28,6 +28,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import threading
 import time
@@ -36,6 +37,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import TimestampNTZType, TimestampType
 
 from offsetscope.config import Config, QualityConfig, duration_ms
 from offsetscope.coordinator.clock import Clock, SystemClock
@@ -101,13 +103,40 @@ def _run_suite(
         "unexpected_index_column_names": [ROW_ID],
         "return_unexpected_index_query": False,
     }
-    suite = suites.suite_for(table, checks)
+    # Timestamps travel as epoch microseconds, their bounds likewise: pandas holds datetimes as
+    # datetime64[ns] (years 1677-2262) and great-expectations' Spark engine turns unexpected
+    # values into Python datetimes (years 1-9999 in UTC only), so a corrupt record's timestamp
+    # -- what the plausibility check is for -- failed the conversion instead of the check.
+    timestamps = {
+        f.name for f in df.schema.fields if isinstance(f.dataType, TimestampType | TimestampNTZType)
+    }
+    frame = ids.select(
+        *[
+            F.unix_micros(F.col(f"`{c}`")).alias(c) if c in timestamps else F.col(f"`{c}`")
+            for c in columns
+        ],
+        ROW_ID,
+    )
+    suite = suites.suite_for(table, [_in_micros(c, timestamps) for c in checks])
     if rows <= pandas_max_rows:
-        frame = ids.select(*[F.col(f"`{c}`") for c in columns], ROW_ID).toPandas()
-        batch = engines["pandas"].get_batch(batch_parameters={"dataframe": frame})
+        batch = engines["pandas"].get_batch(batch_parameters={"dataframe": frame.toPandas()})
     else:
-        batch = engines["spark"].get_batch(batch_parameters={"dataframe": ids})
+        batch = engines["spark"].get_batch(batch_parameters={"dataframe": frame})
     return batch.validate(suite, result_format=result_format), rows
+
+
+def _in_micros(check: suites.Check, timestamps: set[str]) -> suites.Check:
+    """``check`` with datetime bounds on a timestamp column as epoch microseconds."""
+    if not timestamps.intersection(check.columns):
+        return check
+    kwargs = tuple((k, _micros(v) if isinstance(v, dt.datetime) else v) for k, v in check.kwargs)
+    return dataclasses.replace(check, kwargs=kwargs)
+
+
+def _micros(value: dt.datetime) -> int:
+    # Naive datetimes are UTC (see _bounds).
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+    return (value.replace(tzinfo=dt.UTC) - epoch) // dt.timedelta(microseconds=1)
 
 
 def validate(
