@@ -375,16 +375,24 @@ def _partitions(
     return out
 
 
+def _partitions_to_check(
+    inputs: RuleInputs, rule: Any
+) -> Iterable[tuple[tuple[str, str, int], list[PartitionLagRow], Any]]:
+    """Each (group, topic, partition) of the lag rows whose group is evaluated and has the rule
+    enabled, in order, with its rows and the group's settings."""
+    for key, rows in sorted(_partitions(inputs.lag).items()):
+        if key[0] not in inputs.groups:
+            continue
+        s = settings_for(rule, key[0])
+        if s.enabled:
+            yield key, rows, s
+
+
 def lag_stall(inputs: RuleInputs, cfg: AlertsConfig) -> list[Finding]:
     """Burrow's status over the last N lag observations of each partition of a group."""
     rule = cfg.lag_stall
     out: list[Finding] = []
-    for (group, topic, partition), rows in sorted(_partitions(inputs.lag).items()):
-        if group not in inputs.groups:
-            continue
-        s = settings_for(rule, group)
-        if not s.enabled:
-            continue
+    for (group, topic, partition), rows, s in _partitions_to_check(inputs, rule):
         observed = [r for r in rows if r.lag_records is not None and r.as_of <= inputs.as_of]
         entries = [
             signals.CommitWindowEntry(r.committed_offset, r.as_of, int(r.lag_records or 0))
@@ -448,12 +456,7 @@ def data_loss(inputs: RuleInputs, cfg: AlertsConfig) -> list[Finding]:
     """A group's committed offset below the log start offset (records deleted unread)."""
     rule = cfg.data_loss
     out: list[Finding] = []
-    for (group, topic, partition), rows in sorted(_partitions(inputs.lag).items()):
-        if group not in inputs.groups:
-            continue
-        s = settings_for(rule, group)
-        if not s.enabled:
-            continue
+    for (group, topic, partition), rows, s in _partitions_to_check(inputs, rule):
         by_time = {r.as_of: r for r in rows if r.as_of <= inputs.as_of}
 
         def measure(at: int, by_time: dict[int, PartitionLagRow] = by_time) -> PartitionLagRow:
