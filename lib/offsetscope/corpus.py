@@ -336,6 +336,27 @@ def synthetic_record(
     raise AssertionError(f"no well-formed {rt.name} v{version} could be built")
 
 
+def plausible_commit(rng: random.Random, at_ms: int) -> tuple[bytes, bytes]:
+    """An OffsetCommit v3 as a consumer would cause one: random group, topic and partition, a
+    non-negative offset, committed at ``at_ms``. Unlike :func:`synthetic_record`'s random field
+    values it passes the ``offset_commits`` quality suite, so a test of the intact rest of a
+    damaged log finds it in the table rather than in ``quality_quarantine``."""
+    key = {
+        "group": f"group-{rng.randrange(8)}",
+        "topic": f"topic-{rng.randrange(8)}",
+        "partition": rng.randrange(64),
+    }
+    value = {
+        "offset": rng.randrange(1 << 40),
+        "leaderEpoch": rng.randrange(-1, 50),
+        "metadata": "",
+        "commitTimestamp": at_ms,
+    }
+    encoded_key, encoded_value = encode_record(make_record(OFFSETS_TOPIC, 1, key, value, 3))
+    assert encoded_value is not None
+    return encoded_key, encoded_value
+
+
 def schema_seeds(rng: random.Random, per_version: int = 2) -> list[Seed]:
     """``per_version`` synthetic records for every record type and value version, plus a
     tombstone of each type."""
@@ -845,19 +866,19 @@ def write_crash_log(out: str | Path, seed: int = 0, *, batches: int = 30) -> Cra
     ``__consumer_offsets-1``: a sealed segment that loses framing in its middle (a garbage
     length), then a good segment; a gzip decompression bomb (records claiming far more than the
     decompression limit) in the active segment.
-    Records are valid offset commits; ``good`` holds every record that must arrive intact.
+    Records are plausible offset commits (:func:`plausible_commit`); ``good`` holds every record
+    that must arrive intact.
     """
     import cramjam
     import crc32c
 
     root = Path(out)
     rng = random.Random(seed)
-    rt = BY_TOPIC[OFFSETS_TOPIC][1]
     good: dict[tuple[str, int], tuple[bytes, bytes | None]] = {}
     damage: list[Damage] = []
 
     def commit(i: int) -> RecordSpec:
-        key, value = synthetic_record(rt, 3, rng)
+        key, value = plausible_commit(rng, START_MS + i)
         return RecordSpec(key, value, START_MS + i)
 
     def write_segment(path: Path, base: int, count: int) -> list[tuple[int, int, int]]:
@@ -1171,6 +1192,10 @@ def account(spark: Any, cfg: Any, root: str | Path, seconds: float = 0.0) -> Acc
     )
     a = audit.collect()[0]
     found = []
+    # Events whose field values broke their table's quality suite are in quality_quarantine
+    # instead (as JSON rows), which is where they belong too.
+    held_name = f"{cfg.storage.schema}.quality_quarantine"
+    held = spark.table(held_name) if spark.catalog.tableExists(held_name) else None
     for kind, logical in _HOMES.items():
         df = table(logical)
         topic = F.lit(OFFSETS_TOPIC) if logical == "offset_commits" else F.col("internal_topic")
@@ -1179,6 +1204,23 @@ def account(spark: Any, cfg: Any, root: str | Path, seconds: float = 0.0) -> Acc
         if logical == "quarantine":
             df = df.where(F.col("kind") == kind)
         found.append(df.select(*cols, F.lit(kind).alias("found_kind")))
+        if logical != "quarantine" and held is not None:
+            row = held.where(F.col("table_name") == logical)
+
+            def field(name: str) -> Any:
+                return F.get_json_object("row_json", f"$.{name}")
+
+            held_topic = (
+                F.lit(OFFSETS_TOPIC) if logical == "offset_commits" else field("internal_topic")
+            )
+            found.append(
+                row.select(
+                    held_topic.alias("topic"),
+                    field("record_partition").cast("int").alias("partition"),
+                    field("record_offset").cast("bigint").alias("offset"),
+                    F.lit(kind).alias("found_kind"),
+                )
+            )
     landed = found[0]
     for other in found[1:]:
         landed = landed.unionByName(other)

@@ -18,19 +18,18 @@ from offsetscope import config, corpus
 from offsetscope.pipelines import ingest
 from offsetscope.protocol.log import LogConfig, PartitionWriter, RecordSpec
 from offsetscope.protocol.records import OFFSETS_TOPIC
-from offsetscope.protocol.registry import BY_TOPIC
 from offsetscope.spark import tables as catalogue
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming]
 
 
 def _append(writer: PartitionWriter, rng: random.Random, batches: int) -> None:
-    rt = BY_TOPIC[OFFSETS_TOPIC][1]
     for _ in range(batches):
         specs = []
         for _ in range(4):
-            key, value = corpus.synthetic_record(rt, 3, rng)
-            specs.append(RecordSpec(key, value, corpus.START_MS + writer.next_offset))
+            at = corpus.START_MS + writer.next_offset
+            key, value = corpus.plausible_commit(rng, at)
+            specs.append(RecordSpec(key, value, at))
         writer.append(specs)
     writer.flush()
 

@@ -9,6 +9,11 @@ Per micro-batch (``foreachBatch``, with ``batch_df.sparkSession``)::
                                                                    -> gold MERGEs, fold_state
     end-offset sampler ─> end_offsets ─> partition_lag          audit row: counts in/out, skips
 
+Quality gate: before a gold table is written, its great-expectations suite
+(:mod:`offsetscope.quality`) validates the batch's rows; the result goes to ``quality_results``,
+failing rows to ``quality_quarantine`` instead of the table (``[quality]``), and a failed suite
+raises a ``quality`` alert, never an error.
+
 Table writes of a batch run concurrently, one thread per table (``[pipeline] write_threads``),
 each MERGE in a session of its own (the idempotency confs are per session); the fold state is
 saved after all of them and the audit row last.
@@ -42,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -76,6 +82,9 @@ from offsetscope.pipelines import state as st
 from offsetscope.pipelines import writes
 from offsetscope.pipelines.events import event_from_decoded
 from offsetscope.protocol.records import OFFSETS_TOPIC
+from offsetscope.quality import suites as quality_suites
+from offsetscope.quality import tables as qtables
+from offsetscope.quality import validate as quality
 from offsetscope.spark import decode as dec
 from offsetscope.spark import sources
 from offsetscope.spark import tables as catalogue
@@ -288,6 +297,8 @@ class IngestPipeline:
         # the mirror takes a batch's states only once that batch saved them.
         self._states: dict[tuple[str, str], st.StateRow | None] = {}
         self._sessions: dict[str, SparkSession] = {}
+        self._quality_lock = threading.Lock()
+        self._quality_tables_ready = False
 
     def _load_states(
         self, b: _Batch, wanted: Mapping[str, Sequence[str]]
@@ -411,11 +422,15 @@ class IngestPipeline:
         def run(tasks: list[_Write]) -> tuple[str, int]:
             written = 0
             for task in tasks:
+                session = self._session_for(b.spark, task.logical) if task.merge else b.spark
+                frame = task.frame(session)
+                if self._validates(task.logical):
+                    with b.timed(f"quality {task.logical}"):
+                        frame = self._quality_gate(b, frame, task.logical)
                 with b.timed(f"{'merge' if task.merge else 'write'} {task.logical}"):
                     if task.merge:
-                        session = self._session_for(b.spark, task.logical)
                         written += writes.merge(
-                            task.frame(session),
+                            frame,
                             self.cfg,
                             task.logical,
                             query_name=self.query_name,
@@ -425,7 +440,7 @@ class IngestPipeline:
                         )
                     else:
                         writes.append(
-                            task.frame(b.spark),
+                            frame,
                             self.cfg,
                             task.logical,
                             query_name=self.query_name,
@@ -437,6 +452,40 @@ class IngestPipeline:
         with b.timed("writes"), ThreadPoolExecutor(self.cfg.pipeline.write_threads) as pool:
             for logical, n in pool.map(run, list(by_table.values())):
                 b.written[logical] = n
+
+    def _validates(self, logical: str) -> bool:
+        return self.cfg.quality.enabled and logical in quality_suites.TABLES
+
+    def _quality_gate(self, b: _Batch, frame: DataFrame, logical: str) -> DataFrame:
+        """The table's great-expectations suite on this batch's rows: the results row is kept,
+        failing rows go to ``quality_quarantine`` (``[quality] quarantine_failed_rows``), and the
+        rest is what gets written.
+
+        Suites run one at a time: great-expectations' context is shared by the process and its
+        thread safety is not documented, and every table's results go to one Delta table, where
+        concurrent MERGEs conflict. The results are recorded in a session of their own: their
+        MERGE sets Delta's idempotency confs, which must not leak into a table write running
+        in another thread on the batch's session.
+        """
+        with self._quality_lock:
+            session = self._session_for(b.spark, "quality")
+            if not self._quality_tables_ready:
+                qtables.ensure(
+                    session, self.cfg, (qtables.QUALITY_RESULTS, qtables.QUALITY_QUARANTINE)
+                )
+                self._quality_tables_ready = True
+            good, failed, result = quality.validate(
+                frame, logical, b.batch_id, settings=self.cfg.quality, clock=self.clock
+            )
+            quality.record(
+                session,
+                self.cfg,
+                result,
+                failed,
+                query_name=self.query_name,
+                ensure_tables=False,
+            )
+        return good
 
     def _bronze_and_silver(
         self, b: _Batch, raw: DataFrame, decoded: DataFrame, rows_in: int, counts: Mapping[str, int]
