@@ -85,6 +85,7 @@ from offsetscope.protocol.records import OFFSETS_TOPIC
 from offsetscope.quality import suites as quality_suites
 from offsetscope.quality import tables as qtables
 from offsetscope.quality import validate as quality
+from offsetscope.quality.model import QualityResultRow
 from offsetscope.spark import decode as dec
 from offsetscope.spark import sources
 from offsetscope.spark import tables as catalogue
@@ -244,6 +245,7 @@ class _Batch:
     loaded: dict[tuple[str, str], st.StateRow] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     tasks: list[_Write] = field(default_factory=list)
+    quality: list[QualityResultRow] = field(default_factory=list)  # the gate's results
 
     @contextmanager
     def timed(self, phase: str) -> Iterator[None]:
@@ -452,6 +454,17 @@ class IngestPipeline:
         with b.timed("writes"), ThreadPoolExecutor(self.cfg.pipeline.write_threads) as pool:
             for logical, n in pool.map(run, list(by_table.values())):
                 b.written[logical] = n
+        if b.quality:
+            # All tables' results of the batch in one Delta commit (a replayed batch's MERGE
+            # is skipped by its idempotency marker).
+            with b.timed("quality results"):
+                quality.record_results(
+                    self._session_for(b.spark, "quality"),
+                    self.cfg,
+                    b.quality,
+                    app_id=writes.app_id(self.query_name, "quality_results", "merge"),
+                    batch_id=b.batch_id,
+                )
 
     def _validates(self, logical: str) -> bool:
         return self.cfg.quality.enabled and logical in quality_suites.TABLES
@@ -462,10 +475,10 @@ class IngestPipeline:
         rest is what gets written.
 
         Suites run one at a time: great-expectations' context is shared by the process and its
-        thread safety is not documented, and every table's results go to one Delta table, where
-        concurrent MERGEs conflict. The results are recorded in a session of their own: their
-        MERGE sets Delta's idempotency confs, which must not leak into a table write running
-        in another thread on the batch's session.
+        thread safety is not documented. The results row joins the batch's others, recorded in
+        one MERGE after the writes (:meth:`_execute_writes`) in a session of its own: the MERGE
+        sets Delta's idempotency confs, which must not leak into a table write running in
+        another thread on the batch's session.
         """
         with self._quality_lock:
             session = self._session_for(b.spark, "quality")
@@ -477,14 +490,8 @@ class IngestPipeline:
             good, failed, result = quality.validate(
                 frame, logical, b.batch_id, settings=self.cfg.quality, clock=self.clock
             )
-            quality.record(
-                session,
-                self.cfg,
-                result,
-                failed,
-                query_name=self.query_name,
-                ensure_tables=False,
-            )
+            quality.quarantine(session, self.cfg, result, failed, query_name=self.query_name)
+            b.quality.append(result)
         return good
 
     def _bronze_and_silver(

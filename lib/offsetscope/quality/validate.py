@@ -33,6 +33,7 @@ import datetime as dt
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -96,7 +97,6 @@ def _run_suite(
 ) -> tuple[Any, int]:
     ids = with_row_ids(df)
     columns = sorted({c for check in checks for c in check.columns})
-    rows = ids.count()
     engines = _batch_definitions()
     result_format = {
         "result_format": "COMPLETE",
@@ -118,10 +118,15 @@ def _run_suite(
         ROW_ID,
     )
     suite = suites.suite_for(table, [_in_micros(c, timestamps) for c in checks])
-    if rows <= pandas_max_rows:
-        batch = engines["pandas"].get_batch(batch_parameters={"dataframe": frame.toPandas()})
+    # One Spark job for a small batch: fetch up to one row more than the pandas engine takes,
+    # which both counts the batch and, when it fits, is the batch.
+    head = frame.limit(pandas_max_rows + 1).toPandas()
+    if len(head) <= pandas_max_rows:
+        batch = engines["pandas"].get_batch(batch_parameters={"dataframe": head})
+        rows = len(head)
     else:
         batch = engines["spark"].get_batch(batch_parameters={"dataframe": frame})
+        rows = ids.count()
     return batch.validate(suite, result_format=result_format), rows
 
 
@@ -222,6 +227,8 @@ def _split(
     df: DataFrame, failing: dict[int, set[str]], *, quarantine: bool
 ) -> tuple[DataFrame, DataFrame]:
     spark = df.sparkSession
+    if not failing:  # the common case: the write reads ``df`` itself, no hashing or join
+        return df, df.limit(0).withColumn(FAILED, F.lit(None).cast("array<string>"))
     marks = spark.createDataFrame(
         [(row_id, sorted(names)) for row_id, names in sorted(failing.items())],
         f"{ROW_ID} bigint, {FAILED} array<string>",
@@ -260,14 +267,43 @@ def record(
     """
     if ensure_tables:
         qtables.ensure(spark, cfg, (qtables.QUALITY_RESULTS, qtables.QUALITY_QUARANTINE))
-    qtables.merge_rows(
+    record_results(
         spark,
         cfg,
-        qtables.QUALITY_RESULTS,
         [result],
         app_id=f"{query_name}:quality_results:{result.table_name}",
         batch_id=result.batch_id,
     )
+    quarantine(spark, cfg, result, failed_df, query_name=query_name, key=key)
+
+
+def record_results(
+    spark: SparkSession,
+    cfg: Config,
+    results: Sequence[QualityResultRow],
+    *,
+    app_id: str,
+    batch_id: int,
+) -> None:
+    """MERGE ``results`` into ``quality_results`` in one Delta commit, at most once per
+    (``app_id``, ``batch_id``): a pipeline records all its tables' results of a batch at once."""
+    qtables.merge_rows(
+        spark, cfg, qtables.QUALITY_RESULTS, list(results), app_id=app_id, batch_id=batch_id
+    )
+
+
+def quarantine(
+    spark: SparkSession,
+    cfg: Config,
+    result: QualityResultRow,
+    failed_df: DataFrame,
+    *,
+    query_name: str,
+    key: tuple[str, ...] | None = None,
+) -> None:
+    """Append the rows a validation failed to ``quality_quarantine`` (nothing if none did),
+    once per batch: Delta's ``txnAppId`` = ``<query>:quality_quarantine:<table>``,
+    ``txnVersion`` = the batch id."""
     if result.failed_rows == 0:
         return
     from offsetscope.history import tables as history
