@@ -1196,31 +1196,28 @@ def account(spark: Any, cfg: Any, root: str | Path, seconds: float = 0.0) -> Acc
     # instead (as JSON rows), which is where they belong too.
     held_name = f"{cfg.storage.schema}.quality_quarantine"
     held = spark.table(held_name) if spark.catalog.tableExists(held_name) else None
+
+    def coordinates(logical: str, kind: str, column: Callable[[str], Any]) -> list[Any]:
+        """A row's record coordinates and ``kind``, its columns read through ``column``."""
+        topic = F.lit(OFFSETS_TOPIC) if logical == "offset_commits" else column("internal_topic")
+        return [
+            topic.alias("topic"),
+            column("record_partition").cast("int").alias("partition"),
+            column("record_offset").cast("bigint").alias("offset"),
+            F.lit(kind).alias("found_kind"),
+        ]
+
+    def in_json(name: str) -> Any:
+        return F.get_json_object("row_json", f"$.{name}")
+
     for kind, logical in _HOMES.items():
         df = table(logical)
-        topic = F.lit(OFFSETS_TOPIC) if logical == "offset_commits" else F.col("internal_topic")
-        cols = [topic.alias("topic"), F.col("record_partition").alias("partition")]
-        cols.append(F.col("record_offset").alias("offset"))
         if logical == "quarantine":
             df = df.where(F.col("kind") == kind)
-        found.append(df.select(*cols, F.lit(kind).alias("found_kind")))
+        found.append(df.select(*coordinates(logical, kind, F.col)))
         if logical != "quarantine" and held is not None:
-            row = held.where(F.col("table_name") == logical)
-
-            def field(name: str) -> Any:
-                return F.get_json_object("row_json", f"$.{name}")
-
-            held_topic = (
-                F.lit(OFFSETS_TOPIC) if logical == "offset_commits" else field("internal_topic")
-            )
-            found.append(
-                row.select(
-                    held_topic.alias("topic"),
-                    field("record_partition").cast("int").alias("partition"),
-                    field("record_offset").cast("bigint").alias("offset"),
-                    F.lit(kind).alias("found_kind"),
-                )
-            )
+            rows = held.where(F.col("table_name") == logical)
+            found.append(rows.select(*coordinates(logical, kind, in_json)))
     landed = found[0]
     for other in found[1:]:
         landed = landed.unionByName(other)

@@ -247,7 +247,6 @@ def record(
     *,
     query_name: str,
     key: tuple[str, ...] | None = None,
-    ensure_tables: bool = True,
 ) -> None:
     """Keep a validation: MERGE its results row, append its failed rows to quarantine.
 
@@ -262,11 +261,8 @@ def record(
         failed_df: the failed rows :func:`validate` returned.
         query_name: the calling query (part of the idempotency app id).
         key: the natural-key columns that identify a quarantined row (default: the table's).
-        ensure_tables: create the results and quarantine tables if missing (a caller that
-            records every micro-batch creates them once instead).
     """
-    if ensure_tables:
-        qtables.ensure(spark, cfg, (qtables.QUALITY_RESULTS, qtables.QUALITY_QUARANTINE))
+    qtables.ensure(spark, cfg, (qtables.QUALITY_RESULTS, qtables.QUALITY_QUARANTINE))
     record_results(
         spark,
         cfg,
