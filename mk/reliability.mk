@@ -22,9 +22,10 @@ fuzz: install ## hypothesis at scale on the protocol layer for FUZZ_SECONDS (dec
 
 CHAOS_TRIALS ?= 20
 CHAOS_SEED ?= 1
+CHAOS_KILLS_PER_CHAIN ?= 5
 CHAOS_OUT ?= .work/chaos
 
 chaos: install ## SIGKILL the ingest driver CHAOS_TRIALS times (timed / inside a Delta commit), restart, compare every table
-	$(PY) -m offsetscope.chaos --trials $(CHAOS_TRIALS) --seed $(CHAOS_SEED) --out $(CHAOS_OUT)
+	$(PY) -m offsetscope.chaos --trials $(CHAOS_TRIALS) --kills-per-chain $(CHAOS_KILLS_PER_CHAIN) --seed $(CHAOS_SEED) --out $(CHAOS_OUT)
 
 .PHONY: chaos

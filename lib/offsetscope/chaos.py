@@ -5,16 +5,26 @@ restarted from its checkpoint ends with the same rows as a run that was never in
 Delta writes are idempotent per (app id, batch id), MERGEs re-run on a replayed batch match the
 rows they wrote, the fold state is saved after the table writes and the audit row last.
 
-One trial::
+Trials run in chains, to spend the machine on kills rather than on JVM starts. One chain::
 
-    driver process (own session)  ──SIGKILL (whole process group: Python, JVM, workers)──┐
-      └ ingest.run, available now, several micro-batches                               │
-    driver process again, same checkpoint and schema, runs to the end  <────────────────┘
+    driver (own session, own schema and checkpoint) ──SIGKILL (process group: Python, JVM)──┐
+    driver again, same checkpoint ──SIGKILL at the chain's next moment─────────────────────┤
+    ... ``--kills-per-chain`` kills, each one trial ...                                    │
+    driver again, runs to the end  <──────────────────────────────────────────────────────┘
 
-Kill moments, seeded per trial: ``timed`` -- a uniform moment of the uninterrupted run's
-duration; ``commit`` -- the moment the k-th Delta commit file of the trial's tables appears in a
-``_delta_log`` (the batch's other writes, the fold state and the audit row still to come;
-files are polled every 5 ms), k uniform over the uninterrupted run's commit count.
+Each restart recovers from what the previous kill left (a torn batch, a commit without its
+audit row, a half-created table), so a chain checks every recovery and their combination; its
+tables are compared once at the end, and a divergence counts against every trial of the chain.
+A driver that exits non-zero on its own before its kill (a recovery that fails) is a
+divergence.
+
+Kill moments, seeded per trial, measured from the restart they interrupt: ``timed`` -- a
+uniform moment of the first 15-70 % of the uninterrupted run's duration; ``commit`` -- the moment
+the j-th new Delta commit file (``_delta_log/*.json``) of the schema's tables appears, j uniform
+over one micro-batch's commits (the batch's other writes, the fold state and the audit row still
+to come); ``inside`` -- the moment the j-th new data file (``*.parquet``) appears, j uniform over
+one batch's data files: a write whose files exist and whose commit does not yet. Files are
+polled every 5 ms.
 
 Afterwards one SparkSession compares, for every table of the catalogue, the rows of each trial
 with the uninterrupted run's (``exceptAll`` both ways; maps as sorted entry arrays; the columns
@@ -27,12 +37,14 @@ Input: a deterministic synthetic log directory (:mod:`offsetscope.pipelines.synt
 process runs in its own warehouse and metastore under ``--out`` (the embedded metastore admits
 one JVM at a time; the trials run one after another).
 
-``python -m offsetscope.chaos --trials 20 --seed 1 --out .work/chaos`` (``make chaos``).
+``python -m offsetscope.chaos --trials 20 --kills-per-chain 5 --seed 1 --out .work/chaos``
+(``make chaos``).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -41,7 +53,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -56,17 +68,29 @@ BASELINE: Final = "chaos_base"
 QUERY: Final = "chaos"
 
 
+MODES: Final = ("timed", "commit", "inside")
+
+
 @dataclass(frozen=True, slots=True)
 class Trial:
     """One kill: how it was chosen and what happened."""
 
     number: int
-    mode: str  # timed | commit
-    target: float  # seconds after start (timed) or the k-th commit file (commit)
-    killed_after: float | None  # seconds after start; None: the run ended before the kill
-    commits_seen: int  # Delta commit files when it was killed
+    chain: int
+    mode: str  # timed | commit | inside (see the module docstring)
+    target: float  # seconds after the restart, or the j-th new commit / data file
+    killed_after: float | None  # seconds after the restart; None: it ended before the kill
+    files: tuple[int, int]  # (commit files, data files) of the schema when it was killed
     schema: str
-    restart_exit: int | None
+    exit_code: int | None  # of a run that ended on its own before the kill
+
+
+@dataclass(frozen=True, slots=True)
+class Files:
+    """Counts of a schema's Delta files so far."""
+
+    commits: int  # _delta_log/*.json
+    data: int  # *.parquet data files (checkpoints under _delta_log not counted)
 
 
 def trial_config(base: config.Config, out: Path, schema: str, max_records: int) -> config.Config:
@@ -112,31 +136,31 @@ def _driver(out: Path, schema: str, max_records: int, env: str) -> int:
     return 0
 
 
-def _delta_commits(warehouse: Path, schema: str) -> int:
-    """Commit files (``_delta_log/*.json``) of the schema's tables so far."""
+def _files(warehouse: Path, schema: str) -> Files:
+    """The schema's Delta commit and data files so far."""
     root = warehouse / f"{schema}.db"
-    if not root.is_dir():
-        return 0
-    count = 0
-    for table in root.iterdir():
-        log = table / "_delta_log"
-        if log.is_dir():
-            count += sum(1 for f in log.iterdir() if f.name.endswith(".json"))
-    return count
+    commits = data = 0
+    if root.is_dir():
+        for table in root.iterdir():
+            if not table.is_dir():
+                continue
+            for path in table.rglob("*"):
+                if path.parent.name == "_delta_log":
+                    commits += path.name.endswith(".json")
+                elif path.name.endswith(".parquet"):
+                    data += 1
+    return Files(commits, data)
 
 
 def _run(
     command: list[str],
     log: Path,
     *,
-    kill_at: float | None,
-    kill_on_commit: int | None,
-    warehouse: Path,
-    schema: str,
-) -> tuple[int | None, float | None, int]:
-    """Run a driver; SIGKILL its process group at ``kill_at`` seconds or when the
-    ``kill_on_commit``-th commit file appears. Returns (exit code or None when killed, seconds
-    when killed, commits seen)."""
+    kill: Callable[[float, Files], bool] | None,
+    files: Callable[[], Files],
+) -> tuple[int | None, float | None, Files]:
+    """Run a driver; SIGKILL its process group as soon as ``kill(seconds, files)`` holds.
+    Returns (exit code, or None when killed; seconds when killed; files at the end)."""
     with log.open("ab") as sink:
         proc = subprocess.Popen(
             command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
@@ -145,19 +169,26 @@ def _run(
         try:
             while proc.poll() is None:
                 now = time.monotonic() - began
-                commits = _delta_commits(warehouse, schema) if kill_on_commit else 0
-                if (kill_at is not None and now >= kill_at) or (
-                    kill_on_commit is not None and commits >= kill_on_commit
-                ):
+                if kill is not None and kill(now, files()):
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
-                    return None, now, _delta_commits(warehouse, schema)
-                time.sleep(0.005 if kill_on_commit else 0.05)
-            return proc.returncode, None, _delta_commits(warehouse, schema)
+                    return None, now, files()
+                time.sleep(0.005 if kill is not None else 0.05)
+            return proc.returncode, None, files()
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+
+
+def _kill_rule(mode: str, target: float, start: Files) -> Callable[[float, Files], bool]:
+    """When a trial of ``mode`` kills: ``target`` seconds after the restart, or once the
+    ``target``-th commit or data file after ``start`` exists."""
+    if mode == "timed":
+        return lambda seconds, _files: seconds >= target
+    if mode == "commit":
+        return lambda _seconds, now: now.commits >= start.commits + target
+    return lambda _seconds, now: now.data >= start.data + target
 
 
 def _stable(df: Any) -> Any:
@@ -237,6 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m offsetscope.chaos --trials N --seed S --out DIR``."""
     parser = argparse.ArgumentParser(prog="offsetscope.chaos", description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--kills-per-chain", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path(".work/chaos"))
     parser.add_argument("--ticks", type=int, default=12, help="synthetic workload ticks")
@@ -260,69 +292,82 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"chaos: log of {truth.records} internal-topic records, batches of {max_records}")
 
     began = time.monotonic()
-    code, _, commits = _run(
+    code, _, reference = _run(
         _driver_command(out, BASELINE, max_records, args.env),
         out / f"{BASELINE}.log",
-        kill_at=None,
-        kill_on_commit=None,
-        warehouse=warehouse,
-        schema=BASELINE,
+        kill=None,
+        files=lambda: _files(warehouse, BASELINE),
     )
     duration = time.monotonic() - began
+    chain_exit: dict[int, int | None] = {}
     if code != 0:
         print(f"chaos: the uninterrupted run failed ({out / f'{BASELINE}.log'})")
         return 2
-    print(f"chaos: uninterrupted run {duration:.1f} s, {commits} Delta commit files")
+    print(
+        f"chaos: uninterrupted run {duration:.1f} s, {reference.commits} Delta commit files, "
+        f"{reference.data} data files"
+    )
+    per_batch = Files(
+        max(1, reference.commits // args.batches), max(1, reference.data // args.batches)
+    )
 
     rng = random.Random(args.seed)
     trials: list[Trial] = []
-    for n in range(args.trials):
-        schema = f"chaos_t{n:02d}"
-        mode = "commit" if n % 2 else "timed"
-        target = rng.uniform(0.15, 0.95) * duration if mode == "timed" else rng.randint(1, commits)
+    chains = -(-args.trials // args.kills_per_chain)
+    for chain in range(chains):
+        schema = f"chaos_c{chain:02d}"
         command = _driver_command(out, schema, max_records, args.env)
-        trial_log = out / f"{schema}.log"
-        code, killed, seen = _run(
-            command,
-            trial_log,
-            kill_at=target if mode == "timed" else None,
-            kill_on_commit=int(target) if mode == "commit" else None,
-            warehouse=warehouse,
-            schema=schema,
-        )
-        restart, _, _ = _run(
-            command,
-            trial_log,
-            kill_at=None,
-            kill_on_commit=None,
-            warehouse=warehouse,
-            schema=schema,
-        )
-        trial = Trial(n, mode, target, killed, seen, schema, restart)
-        trials.append(trial)
-        what = f"killed at {killed:.1f} s after {seen} commits" if killed else "not killed"
-        print(
-            f"trial {n:2d} {mode:6s} target {target:7.1f}: {what}; restart exit {restart}",
-            flush=True,
-        )
-        if restart != 0:
-            print(f"    restart failed: see {trial_log}")
+        chain_log = out / f"{schema}.log"
+        count = functools.partial(_files, warehouse, schema)
+        for _ in range(min(args.kills_per_chain, args.trials - len(trials))):
+            n = len(trials)
+            mode = MODES[n % len(MODES)]
+            if mode == "timed":
+                target: float = rng.uniform(0.15, 0.7) * duration
+            else:
+                target = rng.randint(1, per_batch.commits if mode == "commit" else per_batch.data)
+            code, killed, seen = _run(
+                command, chain_log, kill=_kill_rule(mode, target, count()), files=count
+            )
+            trial = Trial(n, chain, mode, target, killed, (seen.commits, seen.data), schema, code)
+            trials.append(trial)
+            what = (
+                f"killed at {killed:.1f} s with {seen.commits} commit / {seen.data} data files"
+                if killed is not None
+                else f"ended before the kill, exit {code}"
+            )
+            print(f"trial {n:2d} chain {chain} {mode:6s} target {target:6.1f}: {what}", flush=True)
+        final, _, _ = _run(command, chain_log, kill=None, files=count)
+        print(f"chain {chain}: final restart exit {final}", flush=True)
+        chain_exit[chain] = final
 
     from offsetscope.spark.session import build_job_session
 
     base = trial_config(base_cfg, out, BASELINE, max_records)
     spark = build_job_session(base, app_name="offsetscope-chaos-compare")
     diverged = 0
-    for trial in trials:
-        problems = [] if trial.restart_exit == 0 else [f"restart exit {trial.restart_exit}"]
-        problems += compare(spark, base, trial_config(base_cfg, out, trial.schema, max_records))
+    for chain in range(chains):
+        members = [t for t in trials if t.chain == chain]
+        problems = [] if chain_exit[chain] == 0 else [f"final restart exit {chain_exit[chain]}"]
+        problems += [
+            f"trial {t.number}: the run it was to kill failed by itself (exit {t.exit_code})"
+            for t in members
+            if t.exit_code not in (None, 0)
+        ]
+        problems += compare(
+            spark, base, trial_config(base_cfg, out, members[0].schema, max_records)
+        )
         if problems:
-            diverged += 1
-            print(f"trial {trial.number} ({trial.mode}) diverged:")
+            diverged += len(members)
+            numbers = ", ".join(str(t.number) for t in members)
+            print(f"chain {chain} (trials {numbers}) diverged:")
             for p in problems:
                 print(f"  {p}")
     spark.stop()
-    print(f"chaos: {len(trials)} trials, {diverged} diverged")
+    killed = sum(t.killed_after is not None for t in trials)
+    print(
+        f"chaos: {len(trials)} trials ({killed} kills landed) in {chains} chains, {diverged} diverged"
+    )
     return 0 if diverged == 0 else 1
 
 
