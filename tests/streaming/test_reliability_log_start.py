@@ -1,7 +1,8 @@
-"""A checkpoint that points below the log start offset (retention or compaction deleted
-segments the query had not read yet): the query goes on from the log start offset and the
-audit row of the batch says how many offsets it did not see -- deliberately, never silently
-(``docs/reliability.md``).
+"""Offsets gone before the query read them: a cold start on a log whose oldest segments
+retention already deleted, and a checkpoint that points below the log start offset (segments
+deleted that the query had not read yet). Either way the query goes on from the log start offset
+and the audit row of the batch says how many offsets it did not see -- deliberately, never
+silently (``docs/reliability.md``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ from offsetscope.spark import tables as catalogue
 pytestmark = [pytest.mark.spark, pytest.mark.streaming]
 
 
+def _delete_below(pdir: Path, base: int) -> None:
+    """Retention: remove every segment (and its indexes) below ``base``."""
+    for f in pdir.iterdir():
+        if f.suffix in (".log", ".index", ".timeindex") and int(f.stem) < base:
+            f.unlink()
+
+
 def _append(writer: PartitionWriter, rng: random.Random, batches: int) -> None:
     for _ in range(batches):
         specs = []
@@ -34,7 +42,7 @@ def _append(writer: PartitionWriter, rng: random.Random, batches: int) -> None:
     writer.flush()
 
 
-def test_a_checkpoint_below_the_log_start_offset_is_audited(
+def test_offsets_deleted_before_the_query_read_them_are_audited(
     spark: SparkSession, offsetscope_config: config.Config, tmp_path: Path
 ) -> None:
     rng = random.Random(4)
@@ -44,22 +52,25 @@ def test_a_checkpoint_below_the_log_start_offset_is_audited(
     query = f"logstart_{tag}"
     try:
         with PartitionWriter(pdir, config=LogConfig(segment_bytes=4096)) as writer:
-            _append(writer, rng, 10)
+            _append(writer, rng, 16)
+            # Cold start: the oldest segment is gone before the query ever ran.
+            cold_start = writer.segment_base_offsets[1]
+            _delete_below(pdir, cold_start)
             read_up_to = writer.next_offset
             ingest.run(spark, cfg, query_name=query, log_dir=str(pdir.parent))
             _append(writer, rng, 40)
             # Retention deletes the oldest segments, including ones the query never read.
             bases = writer.segment_base_offsets
             log_start = next(b for b in bases if b > read_up_to + 20)
-            for f in pdir.iterdir():
-                if f.suffix in (".log", ".index", ".timeindex") and int(f.stem) < log_start:
-                    f.unlink()
+            _delete_below(pdir, log_start)
             end = writer.next_offset
         ingest.run(spark, cfg, query_name=query, log_dir=str(pdir.parent))
 
         audit = spark.table(catalogue.table_name(cfg, "batch_audit")).orderBy("batch_id").collect()
-        assert sum(r["offsets_not_seen"] for r in audit) == log_start - read_up_to
-        (skipped,) = [r for r in audit if r["offsets_not_seen"]]
+        assert sum(r["offsets_not_seen"] for r in audit) == cold_start + log_start - read_up_to
+        first, skipped = [r for r in audit if r["offsets_not_seen"]]
+        assert [p["first_offset"] for p in first["source_partitions"]] == [cold_start]
+        assert first["offsets_not_seen"] == cold_start
         (part,) = skipped["source_partitions"]
         assert (part["first_offset"], part["offsets_not_seen"]) == (
             log_start,
@@ -69,6 +80,6 @@ def test_a_checkpoint_below_the_log_start_offset_is_audited(
             r["record_offset"]
             for r in spark.table(catalogue.table_name(cfg, "offset_commits")).collect()
         )
-        assert offsets == [*range(read_up_to), *range(log_start, end)]
+        assert offsets == [*range(cold_start, read_up_to), *range(log_start, end)]
     finally:
         spark.sql(f"DROP SCHEMA IF EXISTS {cfg.storage.schema} CASCADE")

@@ -291,6 +291,14 @@ class IngestPipeline:
         self.read_committed_source = (
             self.kind == sources.KAFKA and cfg.sources.kafka.isolation_level == "read_committed"
         )
+        # A query that reads its partitions from their beginning (a log directory, or a Kafka
+        # source starting at "earliest") knows that offsets below the first record it reads of a
+        # partition existed and are gone -- deleted by retention or compacted away before it
+        # started -- and counts them as not seen. One started "latest" or at given offsets
+        # skipped them by choice, and does not.
+        self.reads_from_start = self.kind == sources.SEGMENTS or (
+            self.kind == sources.KAFKA and cfg.sources.kafka.starting_offsets == "earliest"
+        )
         self.sampler = sampler
         if sampler is None and cfg.pipeline.sample_end_offsets:
             self.sampler = default_sampler(cfg, self.kind, self.clock, log_dir)
@@ -831,11 +839,10 @@ class IngestPipeline:
             key = _source_key(s)
             row = loaded.get((st.SOURCE, key))
             first, last, records = int(s["first"]), int(s["last"]), int(s["records"])
-            gap = (
-                max(0, first - int(row.last_offset) - 1)
-                if row and row.last_offset is not None
-                else 0
-            )
+            if row is not None and row.last_offset is not None:
+                gap = max(0, first - int(row.last_offset) - 1)
+            else:  # the first records this query reads of the partition
+                gap = first if self.reads_from_start else 0
             not_seen = gap + (last - first + 1 - records)
             not_seen_total += not_seen
             partitions.append(
@@ -1099,6 +1106,9 @@ def run(
                 query.awaitTermination()
         finally:
             query.stop()
+            # py4j keeps the batch function (and so this pipeline) alive after the query ends;
+            # the sampler's AdminClient would go on reconnecting to a cluster nobody reads.
+            pipe.sampler = None
         error = query.exception()
         if error is not None:
             raise error
