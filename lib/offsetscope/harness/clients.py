@@ -1105,10 +1105,18 @@ def _admin(bootstrap: str) -> AdminClient:
     return AdminClient(conf)
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int, *, timeout_s: float = 30.0) -> None:
-    """Create a topic (replication factor 1) and wait until the broker has it."""
+def create_topic(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    *,
+    config: Mapping[str, str] | None = None,
+    timeout_s: float = 30.0,
+) -> None:
+    """Create a topic (replication factor 1, topic-level ``config``) and wait until the broker
+    has it."""
     admin = _admin(bootstrap)  # must outlive its futures (destroying it fails them)
-    futures = admin.create_topics([NewTopic(topic, partitions, 1)])
+    futures = admin.create_topics([NewTopic(topic, partitions, 1, config=dict(config or {}))])
     futures[topic].result(timeout=timeout_s)
 
 
