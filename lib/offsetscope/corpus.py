@@ -787,7 +787,10 @@ def produce(
 ) -> int:
     """Produce the corpus records to two mirror topics, each record to its manifest partition.
 
-    The topics must exist with at least the corpus's partition counts. Returns the number of
+    :func:`write_corpus` numbers each partition densely from 0 in manifest order, and one
+    idempotent producer keeps a partition's order, so fresh mirror topics hold every record at
+    its manifest offset: the manifest's coordinates are the mirror's. The topics must exist with
+    at least the corpus's partition counts. Returns the number of
     records the broker acknowledged (every one, or this raises).
     """
     from confluent_kafka import KafkaException, Producer
