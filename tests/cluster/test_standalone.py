@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -98,35 +99,64 @@ class Daemon:
         return self.proc.returncode
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """A standalone master and worker on loopback: (master URL, the worker's work folder)."""
-    port = free_port()
-    url = f"spark://127.0.0.1:{port}"
-    work = tmp_path / "worker"
-    daemons = []
-    try:
+class Cluster:
+    """A standalone master on loopback and workers added to it, each a :class:`Daemon` with a
+    work folder of its own; :meth:`stop` ends every process it started."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.port = free_port()
+        self.url = f"spark://127.0.0.1:{self.port}"
+        self.daemons: list[Daemon] = []
+        self.workers: dict[str, Daemon] = {}
+
+    def start_master(self) -> None:
         master = Daemon(
-            ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+            ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(self.port),
              "--webui-port", str(free_port())],
-            tmp_path / "master.log",
-            f"Starting Spark master at {url}",
+            self.root / "master.log",
+            f"Starting Spark master at {self.url}",
         )  # fmt: skip
-        daemons.append(master)
+        self.daemons.append(master)
         master.wait_ready()
+
+    def add_worker(self, name: str, cores: int) -> Path:
+        """Start a worker of ``cores`` cores; returns its work folder once it is registered."""
+        work = self.root / name
         worker = Daemon(
-            ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--cores", "2",
-             "--memory", "2g", "--webui-port", str(free_port()), "--work-dir", str(work)],
-            tmp_path / "worker.log",
+            ["org.apache.spark.deploy.worker.Worker", self.url, "--host", "127.0.0.1",
+             "--cores", str(cores), "--memory", "2g", "--webui-port", str(free_port()),
+             "--work-dir", str(work)],
+            self.root / f"{name}.log",
             "Successfully registered with master",
         )  # fmt: skip
-        daemons.append(worker)
+        self.daemons.append(worker)
+        self.workers[name] = worker
         worker.wait_ready()
-        yield url, work
-    finally:
-        for daemon in reversed(daemons):
+        return work
+
+    def kill_worker(self, name: str) -> None:
+        """SIGKILL a worker's process group: its JVM and the executor JVMs it launched, as when
+        the machine under it is lost."""
+        worker = self.workers[name]
+        os.killpg(worker.proc.pid, signal.SIGKILL)
+        worker.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        for daemon in reversed(self.daemons):
             daemon.stop()
-        assert all(d.proc.poll() is not None for d in daemons)
+        assert all(d.proc.poll() is not None for d in self.daemons)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    """A standalone master on loopback, stopped (with every worker added) however the test ends."""
+    started = Cluster(tmp_path)
+    try:
+        started.start_master()
+        yield started
+    finally:
+        started.stop()
 
 
 def internal_records(log_dir: Path) -> int:
@@ -138,14 +168,9 @@ def internal_records(log_dir: Path) -> int:
     return count
 
 
-@pytest.mark.timeout(900)
-def test_ingest_job_runs_on_a_standalone_cluster_into_delta(
-    cluster: tuple[str, Path], spark: SparkSession, tmp_path: Path
-) -> None:
-    url, work = cluster
-    log_dir = tmp_path / "log"
-    simulate_to("steady", out=log_dir)
-    schema = f"cluster_{uuid.uuid4().hex[:8]}"
+def site_config(tmp_path: Path, url: str, log_dir: Path, schema: str, max_records: int) -> Path:
+    """The job's site configuration: the cluster, a warehouse under ``tmp_path``, ``log_dir``
+    read in micro-batches of ``max_records``."""
     site = tmp_path / "site.toml"
     site.write_text(
         f"""
@@ -164,38 +189,58 @@ kind = "segments"
 
 [sources.segments]
 log_dir = "{log_dir}"
+max_records_per_trigger = {max_records}
 
 [pipeline]
 query_name = "cluster_ingest"
 sample_end_offsets = false
 """
     )
-    done = subprocess.run(
+    return site
+
+
+def submit(tmp_path: Path, url: str, site: Path, *spark_conf: str) -> subprocess.Popen[str]:
+    """``submit.sh ingest`` to the cluster in client mode, its output in ``tmp_path/submit.log``."""
+    confs = [a for c in ("spark.executor.memory=1g", "spark.ui.enabled=false", *spark_conf)
+             for a in ("--conf", c)]  # fmt: skip
+    return subprocess.Popen(
         [
             "bash", str(ROOT / "deploy" / "yarn" / "submit.sh"), "ingest",
             "--env", "local", "--conf", str(site), "--master", url, "--deploy-mode", "client",
-            "--python", sys.executable,
-            "--", "--conf", "spark.executor.memory=1g", "--conf", "spark.ui.enabled=false",
+            "--python", sys.executable, "--", *confs,
         ],
-        capture_output=True,
+        stdout=(tmp_path / "submit.log").open("w"),
+        stderr=subprocess.STDOUT,
         text=True,
-        timeout=840,
         cwd=tmp_path,
-        check=False,
+        start_new_session=True,
     )  # fmt: skip
-    (tmp_path / "submit.log").write_text(done.stdout + done.stderr)
-    assert done.returncode == 0, done.stderr[-4000:]
 
+
+def finish(job: subprocess.Popen[str], tmp_path: Path, timeout: float) -> str:
+    """Wait for the submitted job (killing it if it overruns); its output, asserted successful."""
+    try:
+        job.wait(timeout=timeout)
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait()
+    output = (tmp_path / "submit.log").read_text()
+    assert job.returncode == 0, output[-4000:]
+    return output
+
+
+def assert_tables_hold_the_log(
+    spark: SparkSession, tmp_path: Path, schema: str, log_dir: Path
+) -> int:
+    """Every internal-topic record of ``log_dir`` is in ``raw_records`` once and audited once, and
+    every stored assignment of the scenario's ground truth is a generation row. Returns the
+    record count."""
     records = internal_records(log_dir)
-    assert f"micro-batches, {records} records" in done.stdout
-    # The work ran in the worker's executor, not in the driver.
-    (app,) = work.iterdir()
-    assert app.name.startswith("app-")
-    assert any((executor / "stderr").is_file() for executor in app.iterdir())
-
     tables = tmp_path / "warehouse" / f"{schema}.db"
     raw = spark.read.format("delta").load(str(tables / "raw_records"))
     assert raw.count() == records
+    assert raw.select("topic", "partition", "offset").distinct().count() == records
     truth = [json.loads(line) for line in (log_dir / "ground_truth.jsonl").open()]
     stored = {(t["group_id"], t["generation_id"]) for t in truth if t["type"] == "AssignmentStored"}
     rows = spark.read.format("delta").load(str(tables / "group_generations")).collect()
@@ -205,3 +250,71 @@ sample_end_offsets = false
     assert all((r["group_id"], r["generation"]) in stored or r["member_count"] == 0 for r in rows)
     audit = spark.read.format("delta").load(str(tables / "batch_audit")).collect()
     assert sum(a["rows_in"] for a in audit) == records
+    assert len({a["batch_id"] for a in audit}) == len(audit)
+    return records
+
+
+@pytest.mark.timeout(900)
+def test_ingest_job_runs_on_a_standalone_cluster_into_delta(
+    cluster: Cluster, spark: SparkSession, tmp_path: Path
+) -> None:
+    work = cluster.add_worker("worker", cores=2)
+    log_dir = tmp_path / "log"
+    simulate_to("steady", out=log_dir)
+    schema = f"cluster_{uuid.uuid4().hex[:8]}"
+    site = site_config(tmp_path, cluster.url, log_dir, schema, max_records=1_000_000)
+    output = finish(submit(tmp_path, cluster.url, site), tmp_path, timeout=840)
+
+    records = assert_tables_hold_the_log(spark, tmp_path, schema, log_dir)
+    assert f"micro-batches, {records} records" in output
+    # The work ran in the worker's executor, not in the driver.
+    (app,) = work.iterdir()
+    assert app.name.startswith("app-")
+    assert any((executor / "stderr").is_file() for executor in app.iterdir())
+
+
+def running_tasks(work: Path) -> bool:
+    """Whether an executor under the worker folder ``work`` has started a task."""
+    for stderr in work.glob("app-*/*/stderr"):
+        with stderr.open(errors="replace") as f:
+            if any("Running task" in line for line in f):
+                return True
+    return False
+
+
+@pytest.mark.timeout(1200)
+def test_a_worker_killed_mid_job_leaves_the_tables_complete(
+    cluster: Cluster, spark: SparkSession, tmp_path: Path
+) -> None:
+    """The worker running the job's only executor is SIGKILLed (worker and executor JVMs) while a
+    micro-batch's tasks run: the master gives the application an executor on the other worker,
+    the lost tasks run again there, and the job ends with every record once in the tables."""
+    works = {name: cluster.add_worker(name, cores=1) for name in ("worker-a", "worker-b")}
+    log_dir = tmp_path / "log"
+    simulate_to("steady", out=log_dir)
+    schema = f"cluster_kill_{uuid.uuid4().hex[:8]}"
+    # Several micro-batches, so the kill lands with work still to do.
+    records = internal_records(log_dir)
+    site = site_config(tmp_path, cluster.url, log_dir, schema, max_records=max(1, records // 4))
+    # One executor of one core: the application holds exactly one worker.
+    job = submit(tmp_path, cluster.url, site, "spark.cores.max=1", "spark.executor.cores=1")
+    try:
+        victim = None
+        while victim is None and job.poll() is None:
+            victim = next((n for n, w in works.items() if running_tasks(w)), None)
+            time.sleep(0.1)  # polling the executor's log for its first task, not timing a result
+        assert victim is not None, "the job ended before any executor ran a task"
+        cluster.kill_worker(victim)
+        survivor = next(n for n in works if n != victim)
+        output = finish(job, tmp_path, timeout=1000)
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait()
+
+    assert_tables_hold_the_log(spark, tmp_path, schema, log_dir)
+    assert f"micro-batches, {records} records" in output
+    # The kill landed inside a task, which the driver ran again without counting it as a failure.
+    assert "its executor exited for a reason unrelated to the task" in output
+    # The work went on in an executor on the other worker.
+    assert running_tasks(works[survivor])
