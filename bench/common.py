@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -81,6 +83,27 @@ def run_process(
     start = time.perf_counter()
     subprocess.run(full, check=True, stdout=stdout, stderr=subprocess.PIPE)
     return time.perf_counter() - start
+
+
+@contextmanager
+def child_process(module: str, *args: str, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """``python -m module args`` from the checkout in a session of its own, its output in
+    ``log``; the whole process group is stopped if it still runs when the block ends."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", module, *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=ROOT,
+        )
+        try:
+            yield proc
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait()
 
 
 def machine() -> dict[str, Any]:

@@ -36,7 +36,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import threading
 import time
@@ -44,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from bench.common import ROOT, WORK, Metric
+from bench.common import WORK, Metric, child_process
 
 PARTITIONS = 20
 # 10,000 groups x 20 partitions x 5 auto-commits = 1,000,000 offset commits at scale 1.
@@ -239,30 +238,22 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_worker(mode: str, spec: dict[str, Any], tag: str) -> dict[str, Any]:
-    """Run a worker (``--worker`` or ``--scaling``) in a child process, sampling its tree's
-    memory; returns its result with ``peak_rss_mib``."""
+def run_worker(
+    mode: str, spec: dict[str, Any], tag: str, *, module: str = "bench.pipeline"
+) -> dict[str, Any]:
+    """Run a worker (``python -m module mode spec result``: ``--worker`` or ``--scaling``) in a
+    child process, sampling its tree's memory; returns its result with ``peak_rss_mib``."""
     out = WORK / "pipeline" / tag
     spec = {**spec, "out": str(out)}
     result_file = WORK / "pipeline" / f"{tag}.json"
     result_file.parent.mkdir(parents=True, exist_ok=True)
     result_file.unlink(missing_ok=True)
     log_path = WORK / "pipeline" / f"{tag}.log"
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.pipeline", mode, json.dumps(spec), str(result_file)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            cwd=ROOT,
-        )
-        try:
-            with RssSampler(proc.pid) as sampler:
-                code = proc.wait()
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, 15)
-                proc.wait()
+    with (
+        child_process(module, mode, json.dumps(spec), str(result_file), log=log_path) as proc,
+        RssSampler(proc.pid) as sampler,
+    ):
+        code = proc.wait()
     if code != 0 or not result_file.exists():
         raise RuntimeError(f"pipeline run {tag} exited {code}:\n{log_path.read_text()[-3000:]}")
     result: dict[str, Any] = json.loads(result_file.read_text())

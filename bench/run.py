@@ -27,7 +27,9 @@ BENCHMARKS: dict[str, str] = {
     "decode": "bench.decode",
     "framing": "bench.framing",
     "pipeline": "bench.pipeline",
+    "pipeline_broker": "bench.pipeline_broker",
     "burrow": "bench.burrow",
+    "freshness": "bench.freshness",
 }
 TARGETS: dict[str, str] = {
     "decode_records_per_s": ">= 500,000 per core",
@@ -36,6 +38,7 @@ TARGETS: dict[str, str] = {
     "pipeline_records_per_s": ">= 2x Burrow; aim > 250,000 on 2 cores",
     "history_scaling_ratio": "<= 1.3",
     "pipeline_vs_burrow_ratio": ">= 2x",
+    "freshness_p99_s": "<= 2 trigger intervals (20 s)",
 }
 
 # "What limits it", per figure, from the profiles of the last full-size run (per-phase times in

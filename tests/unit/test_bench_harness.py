@@ -130,3 +130,28 @@ def test_rss_sampler_counts_the_root_and_its_children() -> None:
         subprocess.run(["pkill", "-P", str(parent.pid)], check=False)
         parent.kill()
         parent.wait()
+
+
+def test_freshness_percentile_is_nearest_rank() -> None:
+    from bench.freshness import _percentile
+
+    values = [float(v) for v in range(1, 101)]  # 1 .. 100
+    assert _percentile(values, 50) == 50.0
+    assert _percentile(values, 99) == 99.0
+    assert _percentile(values, 100) == 100.0
+    assert _percentile([7.0, 1.0, 3.0], 50) == 3.0
+    assert _percentile([4.0], 99) == 4.0
+
+
+def test_child_process_logs_its_output_and_is_stopped_when_the_block_ends(tmp_path: Path) -> None:
+    from bench import common
+
+    log = tmp_path / "logs" / "platform.log"
+    with common.child_process("platform", log=log) as proc:
+        assert proc.wait(timeout=60) == 0
+    assert "Linux" in log.read_text()
+
+    # A child that would run for ever (an HTTP server on a free port) is stopped on leaving.
+    with common.child_process("http.server", "0", "--bind", "127.0.0.1", log=log) as proc:
+        assert proc.poll() is None
+    assert proc.poll() is not None

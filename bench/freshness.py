@@ -1,0 +1,264 @@
+"""Freshness: from an offset commit on the live broker to its row in the Delta tables.
+
+Setup: a harness broker of its own (Kafka 4.x, KRaft, loopback, a fresh work folder) takes a
+steady commit load for ``DURATION_S`` seconds: ``GROUPS`` simple groups, one confluent-kafka
+consumer each that never joins (OffsetCommit with generation -1, what ``assign()``-mode
+consumers and admin tools send), each committing every partition of a ``PARTITIONS``-partition
+data topic every ``COMMIT_EVERY_S`` seconds, with a rising offset. The ingest query
+(``offsetscope.pipelines.ingest.start``, Spark's Kafka source on ``local[2]``, end-offset
+sampling on) runs with a processing-time trigger of ``TRIGGER_S`` seconds in a process of its
+own, from before the first commit until it has read the last one.
+
+Freshness of one commit = the ``finished_at`` of the micro-batch that read its record, minus the
+record's timestamp (the broker's clock when it appended the commit). ``finished_at`` is taken
+after the batch's gold writes -- ``offset_commits`` and ``groups_current`` among them -- are
+committed to Delta, so the row is queryable by then. The batch of each commit is found from the
+tables alone: ``batch_audit.source_partitions`` holds each batch's first and last offset per
+``__consumer_offsets`` partition. The query's first micro-batch with records (start-up) is left out.
+Reported: ``freshness_p50_s`` and ``freshness_p99_s`` over all other commits; the target is p99
+within two trigger intervals. The run also checks that every group's ``groups_current.
+last_commit_at`` is its newest commit, so a figure is never reported for tables that are wrong.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import WORK, Metric, child_process
+
+GROUPS = 20
+PARTITIONS = 4
+COMMIT_EVERY_S = 1.0
+DURATION_S = 240.0
+TRIGGER_S = 10
+CATCH_UP_S = 900.0  # after the load stops, the query has this long to read the last commit
+
+
+def _percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (``q`` in 0..100) of a non-empty list."""
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), math.ceil(q / 100 * len(ordered))))
+    return ordered[rank - 1]
+
+
+class CommitLoad:
+    """``groups`` consumers committing ``partitions`` partitions of ``topic`` every ``every_s``
+    seconds on a thread, until :meth:`stop`."""
+
+    def __init__(self, bootstrap: str, topic: str, groups: int, partitions: int, every_s: float):
+        from confluent_kafka import Consumer
+
+        self.topic, self.partitions, self.every_s = topic, partitions, every_s
+        self.consumers = [
+            Consumer(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "group.id": f"fresh-{g:03d}",
+                    "enable.auto.commit": False,
+                }
+            )
+            for g in range(groups)
+        ]
+        self.commits = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        from confluent_kafka import TopicPartition
+
+        round_no = 0
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            round_no += 1
+            for consumer in self.consumers:
+                parts = [TopicPartition(self.topic, p, round_no) for p in range(self.partitions)]
+                consumer.commit(offsets=parts, asynchronous=False)
+                self.commits += len(parts)
+            next_at += self.every_s
+            self._stop.wait(max(0.0, next_at - time.monotonic()))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        for consumer in self.consumers:
+            consumer.close()
+
+
+def worker(spec: dict[str, Any]) -> dict[str, Any]:
+    """Broker, load and query in this process; returns per-commit freshness and batch times."""
+    from offsetscope import config
+    from offsetscope.harness import clients
+    from offsetscope.harness.broker import Broker
+    from offsetscope.pipelines import ingest
+    from offsetscope.protocol.records import OFFSETS_TOPIC
+    from offsetscope.spark.session import build_session
+    from offsetscope.spark.tables import ensure_tables
+
+    out = Path(spec["out"]).resolve()
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    base = config.load("local")
+    broker = Broker(dataclasses.replace(base.broker, name="bench-freshness"))
+    handle = broker.start(fresh=True, tie_to_parent=True)
+    try:
+        bootstrap = handle.bootstrap
+        topic = "fresh-orders"
+        clients.create_topic(bootstrap, topic, spec["partitions"])
+        cfg = config.with_kafka_source(base, bootstrap)
+        cfg = config.with_storage(cfg, work_dir=out, schema="offsetscope_fresh")
+        cfg = config.with_pipeline(
+            cfg, trigger="processing_time", processing_time=f"{spec['trigger_s']} seconds"
+        )
+        spark = build_session(cfg, app_name="offsetscope-bench-freshness")
+        try:
+            ensure_tables(spark, cfg)
+            reports: list[ingest.BatchReport] = []
+            load = CommitLoad(
+                bootstrap, topic, spec["groups"], spec["partitions"], spec["commit_every_s"]
+            )
+            query, _ = ingest.start(spark, cfg, progress=reports.append)
+            try:
+                load.start()
+                time.sleep(spec["duration_s"])  # the load runs for a fixed time: what is measured
+                load.stop()
+                parts = clients.list_offsets(
+                    bootstrap, [(OFFSETS_TOPIC, p) for p in range(base.broker.offsets_partitions)]
+                )
+                written = sum(parts.values())
+                deadline = time.monotonic() + CATCH_UP_S
+                while sum(r.rows_in for r in reports) < written:
+                    if query.exception() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(
+                            f"the query read {sum(r.rows_in for r in reports)} of {written} "
+                            f"records: {query.exception()}"
+                        )
+                    time.sleep(1.0)  # waiting for the query to catch up, not timing it
+            finally:
+                query.stop()
+            return {
+                "commits": load.commits,
+                "records": written,
+                "freshness_s": _freshness(spark, cfg),
+                "batches": [
+                    {"batch_id": r.batch_id, "rows_in": r.rows_in, "seconds": round(r.seconds, 2)}
+                    for r in reports
+                ],
+                "groups_current_ok": _groups_current_ok(spark, cfg),
+            }
+        finally:
+            spark.stop()
+    finally:
+        handle.stop()
+        shutil.rmtree(broker.paths.root, ignore_errors=True)
+
+
+def _freshness(spark: Any, cfg: Any) -> list[float]:
+    """Seconds from each commit record's timestamp to the end of the batch that read it (the
+    query's first batch with records left out: it pays the start-up)."""
+    schema = cfg.storage.schema
+    rows = spark.sql(
+        f"""
+        WITH ranges AS (
+          SELECT a.batch_id, a.finished_at, p.partition, p.first_offset, p.last_offset
+          FROM {schema}.batch_audit a LATERAL VIEW explode(a.source_partitions) s AS p
+          WHERE p.topic = '__consumer_offsets'
+            AND a.batch_id > (SELECT min(batch_id) FROM {schema}.batch_audit)
+        )
+        SELECT (unix_millis(r.finished_at) - unix_millis(c.record_timestamp)) / 1000.0 AS s
+        FROM {schema}.offset_commits c JOIN ranges r
+          ON c.record_partition = r.partition
+         AND c.record_offset BETWEEN r.first_offset AND r.last_offset
+        """
+    ).collect()
+    return [float(r["s"]) for r in rows]
+
+
+def _groups_current_ok(spark: Any, cfg: Any) -> bool:
+    """Every group's ``groups_current.last_commit_at`` is the newest commit of ``offset_commits``."""
+    schema = cfg.storage.schema
+    wrong = spark.sql(
+        f"""
+        SELECT c.group_id FROM (
+          SELECT group_id, max(commit_timestamp) AS newest FROM {schema}.offset_commits
+          GROUP BY group_id) c
+        LEFT JOIN {schema}.groups_current g ON g.group_id = c.group_id
+        WHERE g.last_commit_at IS NULL OR g.last_commit_at != c.newest
+        """
+    ).count()
+    return bool(wrong == 0)
+
+
+def run(runs: int = 1, scale: float = 1.0) -> list[Metric]:
+    """One run at scale 1 takes about ``DURATION_S`` plus the query's catch-up; ``runs`` is
+    capped at 2 (each sample is a whole live run)."""
+    spec = {
+        "groups": max(2, int(GROUPS * scale)),
+        "partitions": PARTITIONS,
+        "commit_every_s": COMMIT_EVERY_S,
+        "duration_s": max(30.0, DURATION_S * scale),
+        "trigger_s": TRIGGER_S,
+    }
+    p50: list[float] = []
+    p99: list[float] = []
+    last: dict[str, Any] = {}
+    for i in range(min(runs, 2)):
+        last = _run_child(spec, f"freshness-{i}")
+        if not last["groups_current_ok"]:
+            raise RuntimeError("groups_current.last_commit_at disagrees with offset_commits")
+        values = last["freshness_s"]
+        if not values:
+            raise RuntimeError(f"no commit read after the first batch: {last['batches']}")
+        p50.append(_percentile(values, 50))
+        p99.append(_percentile(values, 99))
+        print(
+            f"  freshness run {i}: {len(values):,} commits, p50 {p50[-1]:.1f} s, "
+            f"p99 {p99[-1]:.1f} s, batches {[b['seconds'] for b in last['batches']]}",
+            flush=True,
+        )
+    described = (
+        f"{spec['groups']} simple groups x {PARTITIONS} partitions committed every "
+        f"{COMMIT_EVERY_S:g} s for {spec['duration_s']:g} s "
+        f"({spec['groups'] * PARTITIONS / COMMIT_EVERY_S:g} commits/s) on a harness broker"
+    )
+    notes = (
+        f"processing-time trigger {TRIGGER_S} s, Kafka source, local[2]; commit record "
+        "timestamp -> batch_audit.finished_at of the batch that read it (offset_commits and "
+        "groups_current written by then); first batch excluded"
+    )
+    extra = {"trigger_s": TRIGGER_S, "batches": last.get("batches", [])}
+    return [
+        Metric("freshness_p50_s", "s", p50, described, notes, extra=extra),
+        Metric("freshness_p99_s", "s", p99, described, notes, extra=extra),
+    ]
+
+
+def _run_child(spec: dict[str, Any], tag: str) -> dict[str, Any]:
+    """:func:`worker` in a process of its own (its JVM and broker go with it)."""
+    out = WORK / "freshness" / tag
+    result_file = WORK / "freshness" / f"{tag}.json"
+    log_path = WORK / "freshness" / f"{tag}.log"
+    result_file.parent.mkdir(parents=True, exist_ok=True)
+    result_file.unlink(missing_ok=True)
+    args = (json.dumps({**spec, "out": str(out)}), str(result_file))
+    with child_process("bench.freshness", *args, log=log_path) as proc:
+        code = proc.wait()
+    if code != 0 or not result_file.exists():
+        raise RuntimeError(f"freshness run {tag} exited {code}:\n{log_path.read_text()[-3000:]}")
+    result: dict[str, Any] = json.loads(result_file.read_text())
+    shutil.rmtree(out, ignore_errors=True)
+    return result
+
+
+if __name__ == "__main__":
+    Path(sys.argv[2]).write_text(json.dumps(worker(json.loads(sys.argv[1]))))

@@ -1,0 +1,155 @@
+"""The pipeline fed by a real broker: the ``bench.pipeline`` input through Spark's Kafka source.
+
+Input: the same ``simulate scale`` scenario as :mod:`bench.pipeline` (same groups, duration and
+seed, so the same records), mirrored record by record to a fresh harness broker
+(``offsetscope.scenarios.mirror.mirror_to_broker``: internal topics cannot be produced to, so
+``__consumer_offsets`` goes to a compacted mirror topic with the same partitions, keys, values and
+order; timestamps shifted to now so retention keeps them). Producing is setup, not timed.
+
+Measured: the ingest query (``offsetscope.pipelines.ingest.run``) with ``[sources.kafka]``
+pointed at the mirror topics, ``trigger = available_now``, ``max_offsets_per_trigger`` as the
+log-directory run's ``max_records_per_trigger``, on ``local[2]``, tables created beforehand,
+in a process of its own whose memory is sampled (:func:`bench.pipeline.run_worker`). Figure:
+``pipeline_from_broker_records_per_s`` = records read / wall time of the query.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import Metric
+from bench.pipeline import DURATION_S, GROUPS, PARTITIONS, run_worker, throughput_metrics
+
+OFFSETS_MIRROR = "mirror.consumer_offsets"
+TRANSACTION_MIRROR = "mirror.transaction_state"
+
+
+def worker(spec: dict[str, Any]) -> dict[str, Any]:
+    """Broker, mirror and query in this process; returns records, seconds and batch reports."""
+    from offsetscope import config
+    from offsetscope.harness.broker import Broker
+    from offsetscope.pipelines import ingest
+    from offsetscope.scenarios.engine import simulate
+    from offsetscope.scenarios.mirror import MirrorNames, mirror_to_broker
+    from offsetscope.scenarios.spec import load_scenario
+    from offsetscope.spark.session import build_session
+    from offsetscope.spark.tables import ensure_tables
+
+    out = Path(spec["out"]).resolve()
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    base = config.load("local")
+    broker = Broker(dataclasses.replace(base.broker, name="bench-pipeline-broker"))
+    handle = broker.start(fresh=True, tie_to_parent=True)
+    try:
+        scenario = load_scenario(
+            "scale",
+            params={
+                "groups": str(spec["groups"]),
+                "duration": f"{spec['duration_s']}s",
+                "partitions": str(PARTITIONS),
+            },
+        )
+        began = time.perf_counter()
+        logs = simulate(scenario).cluster.logs
+        names = MirrorNames(offsets_topic=OFFSETS_MIRROR, transaction_topic=TRANSACTION_MIRROR)
+        mirrored = mirror_to_broker(
+            logs, handle.bootstrap, names=names, start_ms=scenario.start_ms, timeout_s=600.0
+        )
+        print(
+            f"mirrored {mirrored.produced:,} records in {time.perf_counter() - began:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+        del logs
+        cfg = config.with_kafka_source(base, handle.bootstrap)
+        cfg = dataclasses.replace(
+            cfg,
+            sources=dataclasses.replace(
+                cfg.sources,
+                kafka=dataclasses.replace(
+                    cfg.sources.kafka,
+                    offsets_topic=OFFSETS_MIRROR,
+                    transaction_topic=TRANSACTION_MIRROR,
+                    max_offsets_per_trigger=int(spec["max_records_per_trigger"]),
+                ),
+            ),
+        )
+        cfg = config.with_storage(cfg, work_dir=out, schema="offsetscope_bench_broker")
+        cfg = config.with_pipeline(cfg, trigger="available_now")
+        spark = build_session(cfg, app_name="offsetscope-bench-pipeline-broker")
+        try:
+            ensure_tables(spark, cfg)
+            reports: list[dict[str, Any]] = []
+
+            def progress(r: ingest.BatchReport) -> None:
+                reports.append(
+                    {
+                        "batch_id": r.batch_id,
+                        "rows_in": r.rows_in,
+                        "seconds": round(r.seconds, 3),
+                        "phases": {k: round(v, 3) for k, v in sorted(r.phases.items())},
+                        "written": dict(r.rows_written),
+                    }
+                )
+                print(r.line(), file=sys.stderr, flush=True)
+
+            began = time.perf_counter()
+            ingest.run(spark, cfg, progress=progress)
+            seconds = time.perf_counter() - began
+        finally:
+            spark.stop()
+    finally:
+        handle.stop()
+        shutil.rmtree(broker.paths.root, ignore_errors=True)
+    records = sum(r["rows_in"] for r in reports)
+    if records != mirrored.produced:
+        raise RuntimeError(f"the query read {records} records of {mirrored.produced} mirrored")
+    return {"records": records, "seconds": seconds, "batches": reports}
+
+
+def run(runs: int = 1, scale: float = 1.0) -> list[Metric]:
+    groups = max(10, int(GROUPS * scale))
+    per_trigger = int(os.environ.get("BENCH_PIPELINE_PER_TRIGGER", "1000000"))
+    spec = {
+        "groups": groups,
+        "duration_s": DURATION_S,
+        "max_records_per_trigger": per_trigger,
+    }
+    results = []
+    for i in range(runs):
+        res = run_worker("--worker", spec, f"broker-{i}", module="bench.pipeline_broker")
+        print(
+            f"  pipeline from broker run {i}: {res['records']:,} records in "
+            f"{res['seconds']:.1f} s, {len(res['batches'])} batches",
+            flush=True,
+        )
+        results.append(res)
+    described = (
+        f"`simulate scale` {groups:,} groups x {PARTITIONS} partitions, {DURATION_S} s, "
+        f"mirrored to a harness broker: {results[-1]['records']:,} records"
+    )
+    metrics = throughput_metrics(results, described, per_trigger)
+    throughput = metrics[0]
+    return [
+        dataclasses.replace(
+            throughput,
+            name="pipeline_from_broker_records_per_s",
+            notes=throughput.notes.replace("log directory", "Kafka source (mirror topics)"),
+        ),
+        *(
+            dataclasses.replace(m, name=m.name.replace("pipeline_", "pipeline_from_broker_"))
+            for m in metrics[1:]
+        ),
+    ]
+
+
+if __name__ == "__main__":
+    Path(sys.argv[3]).write_text(json.dumps(worker(json.loads(sys.argv[2]))))
