@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import corpus_checks
 import pytest
 from pyspark.sql import SparkSession
 
@@ -116,43 +117,6 @@ def test_every_record_read_from_kafka_is_accounted_for(spark: SparkSession, run:
 def test_quarantined_records_keep_their_bytes_and_name_their_error(
     spark: SparkSession, run: Run
 ) -> None:
-    rows = (
-        spark.table(catalogue.table_name(run.cfg, "quarantine"))
-        .select(
-            "internal_topic",
-            "record_partition",
-            "record_offset",
-            "kind",
-            "error_class",
-            "field_path",
-            "byte_offset",
-            "key",
-            "value",
-        )
-        .collect()
-    )
-    found = {
-        (r["internal_topic"], r["record_partition"], r["record_offset"]): (
-            r["kind"],
-            r["error_class"],
-            r["field_path"],
-            r["byte_offset"],
-            r["key"],
-            r["value"],
-        )
-        for r in rows
-    }
-    assert len(found) == len(rows)
-    expected = {
-        (m["topic"], m["partition"], m["offset"]): (
-            m["expected_kind"],
-            m["error_class"],
-            m["field_path"],
-            m["byte_offset"],
-            m["key"],
-            m["value"],
-        )
-        for m in run.manifest.to_pylist()
-        if m["expected_kind"] in ("error", "unknown")
-    }
-    assert found == expected
+    rows = corpus_checks.quarantine_rows(spark, run.cfg)
+    expected = corpus_checks.expected_outcomes(run.manifest.to_pylist())
+    assert corpus_checks.found_outcomes(rows) == expected

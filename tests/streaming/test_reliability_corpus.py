@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import corpus_checks
 import pytest
 from pyspark.sql import SparkSession
 
@@ -157,46 +158,8 @@ def test_every_event_lands_in_the_table_of_its_kind(spark: SparkSession, run: Ru
 
 
 def test_every_quarantined_row_names_its_reason(spark: SparkSession, run: Run) -> None:
-    rows = _rows(
-        spark,
-        run.cfg,
-        "quarantine",
-        "internal_topic",
-        "record_partition",
-        "record_offset",
-        "kind",
-        "error_class",
-        "field_path",
-        "byte_offset",
-        "disposition",
-        "key",
-        "value",
-    )
-    found = {
-        (r["internal_topic"], r["record_partition"], r["record_offset"]): (
-            r["kind"],
-            r["error_class"],
-            r["field_path"],
-            r["byte_offset"],
-            r["key"],
-            r["value"],
-        )
-        for r in rows
-    }
-    assert len(found) == len(rows)
-    expected = {
-        (m["topic"], m["partition"], m["offset"]): (
-            m["expected_kind"],
-            m["error_class"],
-            m["field_path"],
-            m["byte_offset"],
-            m["key"],
-            m["value"],
-        )
-        for m in run.manifest
-        if m["expected_kind"] in ("error", "unknown")
-    }
-    assert found == expected
+    rows = corpus_checks.quarantine_rows(spark, run.cfg)
+    assert corpus_checks.found_outcomes(rows) == corpus_checks.expected_outcomes(run.manifest)
     for r in rows:
         if r["kind"] == "error":
             assert r["error_class"]
