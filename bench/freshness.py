@@ -14,9 +14,11 @@ record's timestamp (the broker's clock when it appended the commit). ``finished_
 after the batch's gold writes -- ``offset_commits`` and ``groups_current`` among them -- are
 committed to Delta, so the row is queryable by then. The batch of each commit is found from the
 tables alone: ``batch_audit.source_partitions`` holds each batch's first and last offset per
-``__consumer_offsets`` partition. The query's first micro-batch with records (start-up) is left out.
-Reported: ``freshness_p50_s`` and ``freshness_p99_s`` over all other commits; the target is p99
-within two trigger intervals. The run also checks that every group's ``groups_current.
+``__consumer_offsets`` partition. Steady state only: the commits appended after the query's
+first micro-batch with records had finished (that batch pays the start-up -- JVM warm-up, first
+Delta writes -- and the commits queued behind it wait for it; their p99 is kept beside the figure
+as ``p99_with_startup_backlog_s``). Reported: ``freshness_p50_s`` and ``freshness_p99_s``; the
+target is p99 within two trigger intervals. The run also checks that every group's ``groups_current.
 last_commit_at`` is its newest commit, so a figure is never reported for tables that are wrong.
 """
 
@@ -163,25 +165,34 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         shutil.rmtree(broker.paths.root, ignore_errors=True)
 
 
-def _freshness(spark: Any, cfg: Any) -> list[float]:
-    """Seconds from each commit record's timestamp to the end of the batch that read it (the
-    query's first batch with records left out: it pays the start-up)."""
+def _freshness(spark: Any, cfg: Any) -> dict[str, list[float]]:
+    """Seconds from each commit record's timestamp to the end of the batch that read it.
+
+    ``steady``: the commits appended after the query's first batch with records had finished
+    (that batch pays the query's start-up, and the commits queued behind it wait for it too);
+    ``all``: every commit but those of the first batch.
+    """
     schema = cfg.storage.schema
     rows = spark.sql(
         f"""
-        WITH ranges AS (
+        WITH first AS (
+          SELECT batch_id, finished_at FROM {schema}.batch_audit ORDER BY batch_id LIMIT 1
+        ), ranges AS (
           SELECT a.batch_id, a.finished_at, p.partition, p.first_offset, p.last_offset
           FROM {schema}.batch_audit a LATERAL VIEW explode(a.source_partitions) s AS p
-          WHERE p.topic = '__consumer_offsets'
-            AND a.batch_id > (SELECT min(batch_id) FROM {schema}.batch_audit)
+          WHERE p.topic = '__consumer_offsets' AND a.batch_id > (SELECT batch_id FROM first)
         )
-        SELECT (unix_millis(r.finished_at) - unix_millis(c.record_timestamp)) / 1000.0 AS s
+        SELECT (unix_millis(r.finished_at) - unix_millis(c.record_timestamp)) / 1000.0 AS s,
+               c.record_timestamp > (SELECT finished_at FROM first) AS steady
         FROM {schema}.offset_commits c JOIN ranges r
           ON c.record_partition = r.partition
          AND c.record_offset BETWEEN r.first_offset AND r.last_offset
         """
     ).collect()
-    return [float(r["s"]) for r in rows]
+    return {
+        "all": [float(r["s"]) for r in rows],
+        "steady": [float(r["s"]) for r in rows if r["steady"]],
+    }
 
 
 def _groups_current_ok(spark: Any, cfg: Any) -> bool:
@@ -216,14 +227,16 @@ def run(runs: int = 1, scale: float = 1.0) -> list[Metric]:
         last = _run_child(spec, f"freshness-{i}")
         if not last["groups_current_ok"]:
             raise RuntimeError("groups_current.last_commit_at disagrees with offset_commits")
-        values = last["freshness_s"]
+        values = last["freshness_s"]["steady"]
         if not values:
             raise RuntimeError(f"no commit read after the first batch: {last['batches']}")
         p50.append(_percentile(values, 50))
         p99.append(_percentile(values, 99))
+        backlog = _percentile(last["freshness_s"]["all"], 99)
         print(
-            f"  freshness run {i}: {len(values):,} commits, p50 {p50[-1]:.1f} s, "
-            f"p99 {p99[-1]:.1f} s, batches {[b['seconds'] for b in last['batches']]}",
+            f"  freshness run {i}: {len(values):,} steady commits, p50 {p50[-1]:.1f} s, "
+            f"p99 {p99[-1]:.1f} s (p99 {backlog:.1f} s with the start-up backlog), "
+            f"batches {[b['seconds'] for b in last['batches']]}",
             flush=True,
         )
     described = (
@@ -234,9 +247,14 @@ def run(runs: int = 1, scale: float = 1.0) -> list[Metric]:
     notes = (
         f"processing-time trigger {TRIGGER_S} s, Kafka source, local[2]; commit record "
         "timestamp -> batch_audit.finished_at of the batch that read it (offset_commits and "
-        "groups_current written by then); first batch excluded"
+        "groups_current written by then); commits appended after the first batch finished"
     )
-    extra = {"trigger_s": TRIGGER_S, "batches": last.get("batches", [])}
+    extra = {
+        "trigger_s": TRIGGER_S,
+        "batches": last.get("batches", []),
+        "commits_measured": len(last["freshness_s"]["steady"]),
+        "p99_with_startup_backlog_s": _percentile(last["freshness_s"]["all"], 99),
+    }
     return [
         Metric("freshness_p50_s", "s", p50, described, notes, extra=extra),
         Metric("freshness_p99_s", "s", p99, described, notes, extra=extra),
