@@ -106,6 +106,25 @@ def child_process(module: str, *args: str, log: Path) -> Iterator[subprocess.Pop
                 proc.wait()
 
 
+@contextmanager
+def harness_broker(name: str) -> Iterator[Any]:
+    """A fresh harness broker (``[broker]`` of ``conf/local``, work folder ``name``) for one
+    benchmark: yields its handle; stopped and its folder removed when the block ends."""
+    import dataclasses
+    import shutil
+
+    from offsetscope import config
+    from offsetscope.harness.broker import Broker
+
+    broker = Broker(dataclasses.replace(config.load("local").broker, name=name))
+    handle = broker.start(fresh=True, tie_to_parent=True)
+    try:
+        yield handle
+    finally:
+        handle.stop()
+        shutil.rmtree(broker.paths.root, ignore_errors=True)
+
+
 def machine() -> dict[str, Any]:
     def version(pkg: str) -> str:
         try:

@@ -24,7 +24,6 @@ last_commit_at`` is its newest commit, so a figure is never reported for tables 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import shutil
@@ -34,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import WORK, Metric, child_process
+from bench.common import WORK, Metric, child_process, harness_broker
 
 GROUPS = 20
 PARTITIONS = 4
@@ -101,7 +100,6 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     """Broker, load and query in this process; returns per-commit freshness and batch times."""
     from offsetscope import config
     from offsetscope.harness import clients
-    from offsetscope.harness.broker import Broker
     from offsetscope.pipelines import ingest
     from offsetscope.protocol.records import OFFSETS_TOPIC
     from offsetscope.spark.session import build_session
@@ -111,9 +109,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     base = config.load("local")
-    broker = Broker(dataclasses.replace(base.broker, name="bench-freshness"))
-    handle = broker.start(fresh=True, tie_to_parent=True)
-    try:
+    with harness_broker("bench-freshness") as handle:
         bootstrap = handle.bootstrap
         topic = "fresh-orders"
         clients.create_topic(bootstrap, topic, spec["partitions"])
@@ -160,9 +156,6 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
             }
         finally:
             spark.stop()
-    finally:
-        handle.stop()
-        shutil.rmtree(broker.paths.root, ignore_errors=True)
 
 
 def _freshness(spark: Any, cfg: Any) -> dict[str, list[float]]:
@@ -217,7 +210,7 @@ def run(runs: int = 1, scale: float = 1.0) -> list[Metric]:
         "groups": max(2, int(GROUPS * scale)),
         "partitions": PARTITIONS,
         "commit_every_s": COMMIT_EVERY_S,
-        "duration_s": max(30.0, DURATION_S * scale),
+        "duration_s": max(120.0, DURATION_S * scale),  # outlasting the first batch
         "trigger_s": TRIGGER_S,
     }
     p50: list[float] = []

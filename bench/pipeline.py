@@ -201,7 +201,6 @@ class RssSampler:
 
 def worker(spec: dict[str, Any]) -> dict[str, Any]:
     """Ingest ``spec['log_dir']`` into a fresh schema; returns records, seconds, batch reports."""
-    from offsetscope.pipelines import ingest
     from offsetscope.spark.session import build_session
     from offsetscope.spark.tables import ensure_tables
 
@@ -212,30 +211,34 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     spark = build_session(cfg, app_name="offsetscope-bench-pipeline")
     try:
         ensure_tables(spark, cfg)
-        reports: list[dict[str, Any]] = []
-
-        def progress(r: ingest.BatchReport) -> None:
-            reports.append(
-                {
-                    "batch_id": r.batch_id,
-                    "rows_in": r.rows_in,
-                    "seconds": round(r.seconds, 3),
-                    "phases": {k: round(v, 3) for k, v in sorted(r.phases.items())},
-                    "written": dict(r.rows_written),
-                }
-            )
-            print(r.line(), file=sys.stderr, flush=True)
-
-        began = time.perf_counter()
-        ingest.run(spark, cfg, progress=progress)
-        seconds = time.perf_counter() - began
+        return timed_ingest(spark, cfg)
     finally:
         spark.stop()
-    return {
-        "records": sum(r["rows_in"] for r in reports),
-        "seconds": seconds,
-        "batches": reports,
-    }
+
+
+def timed_ingest(spark: Any, cfg: Any) -> dict[str, Any]:
+    """``ingest.run`` on tables that exist, timed; returns records, seconds and each batch's
+    report (rows, seconds, per-phase times, rows written), printing a line per batch."""
+    from offsetscope.pipelines import ingest
+
+    reports: list[dict[str, Any]] = []
+
+    def progress(r: ingest.BatchReport) -> None:
+        reports.append(
+            {
+                "batch_id": r.batch_id,
+                "rows_in": r.rows_in,
+                "seconds": round(r.seconds, 3),
+                "phases": {k: round(v, 3) for k, v in sorted(r.phases.items())},
+                "written": dict(r.rows_written),
+            }
+        )
+        print(r.line(), file=sys.stderr, flush=True)
+
+    began = time.perf_counter()
+    ingest.run(spark, cfg, progress=progress)
+    seconds = time.perf_counter() - began
+    return {"records": sum(r["rows_in"] for r in reports), "seconds": seconds, "batches": reports}
 
 
 def run_worker(

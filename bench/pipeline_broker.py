@@ -26,8 +26,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import Metric
-from bench.pipeline import DURATION_S, GROUPS, PARTITIONS, run_worker, throughput_metrics
+from bench.common import Metric, harness_broker
+from bench.pipeline import (
+    DURATION_S,
+    GROUPS,
+    PARTITIONS,
+    run_worker,
+    throughput_metrics,
+    timed_ingest,
+)
 
 OFFSETS_MIRROR = "mirror.consumer_offsets"
 TRANSACTION_MIRROR = "mirror.transaction_state"
@@ -36,8 +43,6 @@ TRANSACTION_MIRROR = "mirror.transaction_state"
 def worker(spec: dict[str, Any]) -> dict[str, Any]:
     """Broker, mirror and query in this process; returns records, seconds and batch reports."""
     from offsetscope import config
-    from offsetscope.harness.broker import Broker
-    from offsetscope.pipelines import ingest
     from offsetscope.scenarios.engine import simulate
     from offsetscope.scenarios.mirror import MirrorNames, mirror_to_broker
     from offsetscope.scenarios.spec import load_scenario
@@ -47,10 +52,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     out = Path(spec["out"]).resolve()
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    base = config.load("local")
-    broker = Broker(dataclasses.replace(base.broker, name="bench-pipeline-broker"))
-    handle = broker.start(fresh=True, tie_to_parent=True)
-    try:
+    with harness_broker("bench-pipeline-broker") as handle:
         scenario = load_scenario(
             "scale",
             params={
@@ -84,50 +86,24 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
             if not batch.is_control
         )
         del logs
-        cfg = config.with_kafka_source(base, handle.bootstrap)
-        cfg = dataclasses.replace(
-            cfg,
-            sources=dataclasses.replace(
-                cfg.sources,
-                kafka=dataclasses.replace(
-                    cfg.sources.kafka,
-                    offsets_topic=OFFSETS_MIRROR,
-                    transaction_topic=TRANSACTION_MIRROR,
-                    max_offsets_per_trigger=int(spec["max_records_per_trigger"]),
-                ),
-            ),
+        cfg = config.with_kafka_source(
+            config.load("local"),
+            handle.bootstrap,
+            offsets_topic=OFFSETS_MIRROR,
+            transaction_topic=TRANSACTION_MIRROR,
+            max_offsets_per_trigger=int(spec["max_records_per_trigger"]),
         )
         cfg = config.with_storage(cfg, work_dir=out, schema="offsetscope_bench_broker")
         cfg = config.with_pipeline(cfg, trigger="available_now")
         spark = build_session(cfg, app_name="offsetscope-bench-pipeline-broker")
         try:
             ensure_tables(spark, cfg)
-            reports: list[dict[str, Any]] = []
-
-            def progress(r: ingest.BatchReport) -> None:
-                reports.append(
-                    {
-                        "batch_id": r.batch_id,
-                        "rows_in": r.rows_in,
-                        "seconds": round(r.seconds, 3),
-                        "phases": {k: round(v, 3) for k, v in sorted(r.phases.items())},
-                        "written": dict(r.rows_written),
-                    }
-                )
-                print(r.line(), file=sys.stderr, flush=True)
-
-            began = time.perf_counter()
-            ingest.run(spark, cfg, progress=progress)
-            seconds = time.perf_counter() - began
+            result = timed_ingest(spark, cfg)
         finally:
             spark.stop()
-    finally:
-        handle.stop()
-        shutil.rmtree(broker.paths.root, ignore_errors=True)
-    records = sum(r["rows_in"] for r in reports)
-    if records != internal:
-        raise RuntimeError(f"the query read {records} records of {internal} mirrored")
-    return {"records": records, "seconds": seconds, "batches": reports}
+    if result["records"] != internal:
+        raise RuntimeError(f"the query read {result['records']} records of {internal} mirrored")
+    return result
 
 
 def run(runs: int = 1, scale: float = 1.0) -> list[Metric]:

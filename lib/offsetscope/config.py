@@ -758,13 +758,17 @@ def with_kafka_source(
     *,
     starting_offsets: str = "earliest",
     isolation_level: str = "read_committed",
+    **changes: Any,
 ) -> Config:
-    """``cfg`` reading the internal topics of the cluster at ``bootstrap_servers``."""
+    """``cfg`` reading the internal topics of the cluster at ``bootstrap_servers``; ``changes``
+    replace other ``[sources.kafka]`` settings (``offsets_topic``, ``max_offsets_per_trigger``,
+    ...)."""
     kafka = dataclasses.replace(
         cfg.sources.kafka,
         bootstrap_servers=bootstrap_servers,
         starting_offsets=starting_offsets,
         isolation_level=isolation_level,
+        **changes,
     )
     return dataclasses.replace(
         cfg, sources=dataclasses.replace(cfg.sources, kind="kafka", kafka=kafka)

@@ -14,7 +14,6 @@ class, field path and byte offset and keeps its raw key and value, and no offset
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -78,18 +77,12 @@ def run(
     )
     assert acked == layout.records == RECORDS
 
-    cfg = config.with_kafka_source(offsetscope_config, bootstrap)
-    cfg = dataclasses.replace(
-        cfg,
-        sources=dataclasses.replace(
-            cfg.sources,
-            kafka=dataclasses.replace(
-                cfg.sources.kafka,
-                offsets_topic=mirrors[corpus.OFFSETS_TOPIC],
-                transaction_topic=mirrors[corpus.TRANSACTION_TOPIC],
-                max_offsets_per_trigger=BATCH,
-            ),
-        ),
+    cfg = config.with_kafka_source(
+        offsetscope_config,
+        bootstrap,
+        offsets_topic=mirrors[corpus.OFFSETS_TOPIC],
+        transaction_topic=mirrors[corpus.TRANSACTION_TOPIC],
+        max_offsets_per_trigger=BATCH,
     )
     cfg = config.with_storage(cfg, schema=f"t_kcorpus_{tag}", checkpoint_dir=root / "cp")
     cfg = config.with_pipeline(cfg, trigger="available_now")
