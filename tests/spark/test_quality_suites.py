@@ -18,7 +18,7 @@ from offsetscope.coordinator.clock import VirtualClock
 from offsetscope.history.rows import EndOffsetSample, GenerationMember, GenerationRow
 from offsetscope.pipelines import writes
 from offsetscope.quality import tables as qtables
-from offsetscope.quality.validate import FAILED, record, validate
+from offsetscope.quality.validate import FAILED, ROW_ID, record, validate, with_row_ids
 
 pytestmark = pytest.mark.spark
 
@@ -142,6 +142,19 @@ def test_clean_batch_passes_and_keeps_every_row(spark: SparkSession) -> None:
         "unique:group_id,group_life,generation",
         "plausible_time:join_completed_at",
     }
+
+
+def test_row_ids_tell_rows_apart_by_content_and_null_pattern(spark: SparkSession) -> None:
+    df = spark.createDataFrame(
+        [(None, 5, {"a": 1}), (5, None, {"a": 1}), (5, None, {"a": 1}), (5, None, {"a": 2})],
+        "x int, y int, m map<string,int>",
+    )
+    ids = [r[ROW_ID] for r in with_row_ids(df).collect()]
+    # Spark's hash skips nulls: without the null pattern the first two would collide.
+    assert ids[0] != ids[1]
+    assert ids[1] == ids[2]  # identical rows share an id (they pass or fail together)
+    assert ids[2] != ids[3]  # a map column is part of the content
+    assert ids == [r[ROW_ID] for r in with_row_ids(df).collect()]  # stable on recomputation
 
 
 def test_spark_engine_gives_the_same_answer_as_pandas(spark: SparkSession) -> None:

@@ -61,6 +61,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
+from pyspark.sql.types import StructField, StructType
 
 from offsetscope import secrets
 from offsetscope.config import Config
@@ -900,7 +901,15 @@ def _commit_summary(
     Returns:
         (group -> commit rows in record-offset order, [(topic, partition, position)]).
     """
-    row = F.struct(*[F.col(f"`{c}`") for c in _COMMIT_COLUMNS])
+    # Every field nullable: a group-wide aggregate below is a null struct when no row
+    # qualifies, and Arrow refuses a null struct whose fields are declared non-null.
+    nullable = StructType(
+        [
+            StructField(f.name, f.dataType, True)
+            for f in plain_ms.select(*[f"`{c}`" for c in _COMMIT_COLUMNS]).schema.fields
+        ]
+    )
+    row = F.struct(*[F.col(f"`{c}`") for c in _COMMIT_COLUMNS]).cast(nullable)
     live = F.col("is_tombstone") == F.lit(False)
     commits = plain_ms
     if tombstones:
@@ -928,7 +937,9 @@ def _commit_summary(
     after_rows: dict[str, OffsetCommitRow] = {}
     by_topic_id: dict[tuple[str, str], OffsetCommitRow] = {}
     positions: list[tuple[str, int, lagmod.Position]] = []
-    for r in aggregated.collect():
+    # Through Arrow, as dicts: collecting Rows pickles every nested struct (the summary of
+    # 980,000 commits took 29 s that way).
+    for r in aggregated.toArrow().to_pylist():
         group = r["group_id"]
         latest = r["latest"]
         positions.append(
@@ -945,21 +956,21 @@ def _commit_summary(
         )
         if r["first"] is None:
             continue  # only tombstones
-        c = _commit_row(r["first"].asDict())
+        c = _commit_row(r["first"])
         if group not in first or c.record_offset < first[group].record_offset:
             first[group] = c
-        c = _commit_row(r["last"].asDict())
+        c = _commit_row(r["last"])
         if group not in last or (c.effective_at, c.record_offset) > (
             last[group].effective_at,
             last[group].record_offset,
         ):
             last[group] = c
         if r["after"] is not None:
-            c = _commit_row(r["after"].asDict())
+            c = _commit_row(r["after"])
             if group not in after_rows or c.record_offset < after_rows[group].record_offset:
                 after_rows[group] = c
         if r["with_topic_id"] is not None:
-            c = _commit_row(r["with_topic_id"].asDict())
+            c = _commit_row(r["with_topic_id"])
             key = (group, c.topic_id or "")
             if key not in by_topic_id or c.record_offset < by_topic_id[key].record_offset:
                 by_topic_id[key] = c

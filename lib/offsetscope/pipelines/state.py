@@ -67,7 +67,8 @@ def load(
         spark.table(catalogue.table_name(cfg, STATE))
         .where(condition)
         .select("fold", "key", "state", "last_offset")
-        .collect()
+        .toArrow()
+        .to_pylist()
     )
     return {
         (r["fold"], r["key"]): StateRow(r["fold"], r["key"], r["state"], r["last_offset"])
