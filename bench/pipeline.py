@@ -19,10 +19,13 @@ Figures:
 
 * ``pipeline_records_per_s``: all records of the input / wall time of the query, with
   ``max_records_per_trigger`` large enough that the input is one or a few micro-batches.
-* ``history_scaling_ratio``: one fixed micro-batch (the last ~2% of every partition of the
-  same input, about 20,000 records at scale 1), ingested after a first batch that stored the
-  first 2% (1x history) and, into another schema, after one that stored the first 20% (10x
-  history); the measured batch's time with 10x divided by its time with 1x. Both runs call
+* ``history_scaling_ratio``: one fixed micro-batch ingested after a first batch that stored
+  1x history and, into another schema, after one that stored 10x; the measured batch's time
+  with 10x divided by its time with 1x. Its input is a longer, smaller run of the same
+  scenario (1,000 groups for 300 s: about 1,200,000 records), so that both histories hold
+  commits of every group and the measured batch -- the last auto-commit round (the last
+  5 s, 1/60, of every partition: about 20,000 records) -- does the same work after either:
+  1x is the first 9% (27 s, three or four commit rounds), 10x the first 90%. Both runs call
   the query's own ``foreachBatch`` function (``IngestPipeline.process_batch``) in one Spark
   session (:func:`scaling_worker`).
 * ``pipeline_peak_rss_*_mib``: peak memory of the throughput run.
@@ -49,8 +52,13 @@ PARTITIONS = 20
 # 10,000 groups x 20 partitions x 5 auto-commits = 1,000,000 offset commits at scale 1.
 GROUPS = 10_000
 DURATION_S = 30
-# history scaling: one micro-batch of about this many records
-SCALING_BATCH = 20_000
+# history scaling: its own input, long enough that a 1x history already holds commits of
+# every group (the first commits come after the 3 s initial rebalance delay plus one 5 s
+# auto-commit interval); the measured batch is the last auto-commit round.
+SCALING_GROUPS = 1_000
+SCALING_DURATION_S = 300
+SCALING_HISTORY = 0.09
+SCALING_BATCH = 5 / SCALING_DURATION_S
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,7 +309,9 @@ def run(runs: int = 3, scale: float = 1.0) -> list[Metric]:
         )
         results.append(res)
     metrics = throughput_metrics(results, described, per_trigger)
-    metrics.extend(history_scaling(source, records, runs))
+    scaling_input = Input(max(10, int(SCALING_GROUPS * scale)), SCALING_DURATION_S)
+    scaling_input.generate()
+    metrics.extend(history_scaling(scaling_input, runs))
     return metrics
 
 
@@ -351,8 +361,8 @@ def _bench_config(spec: dict[str, Any], out: Path, schema: str) -> Any:
 
 
 def scaling_worker(spec: dict[str, Any]) -> dict[str, Any]:
-    """One micro-batch (the last ``batch`` fraction of every partition) after the first
-    ``history`` fraction, and after ten times that, each into a schema of its own.
+    """One micro-batch (the last ``batch_fraction`` of every partition) after the first
+    ``history_fraction``, and after ten times that, each into a schema of its own.
 
     The slices are written to Parquet first, so the timed batch reads its records from a file
     rather than re-framing the whole log directory; the pipeline's ``foreachBatch`` function
@@ -392,13 +402,16 @@ def scaling_worker(spec: dict[str, Any]) -> dict[str, Any]:
             return spark.read.parquet(path)
 
         fraction = float(spec["batch_fraction"])
+        history_fraction = float(spec["history_fraction"])
+        if history_fraction * 10 > 1.0 - fraction:
+            raise ValueError("10x history would overlap the measured batch")
         batch = cut(1.0 - fraction, 1.01, "batch")
         results: dict[str, Any] = {}
         for label, times in (("1x", 1), ("10x", 10)):
             schema = f"offsetscope_bench_{label}"
             run_cfg = _bench_config(spec, out, schema)
             ensure_tables(spark, run_cfg)
-            history = cut(0.0, fraction * times, label)
+            history = cut(0.0, history_fraction * times, label)
             pipe = ingest.IngestPipeline(run_cfg, source_kind="segments", log_dir=spec["log_dir"])
             pipe.process_batch(history, 0)
             pipe.process_batch(batch, 1)
@@ -416,16 +429,19 @@ def scaling_worker(spec: dict[str, Any]) -> dict[str, Any]:
     return results
 
 
-def history_scaling(source: Input, records: int, runs: int) -> list[Metric]:
+def history_scaling(source: Input, runs: int) -> list[Metric]:
     """The same micro-batch after 10x vs 1x stored history (``scaling_worker``)."""
-    fraction = max(SCALING_BATCH / records, 0.01)
-    fraction = min(fraction, 0.09)
+    fraction = SCALING_BATCH
     ratios: list[float] = []
     last: dict[str, Any] = {}
     for i in range(max(1, runs - 1)):
         last = run_worker(
             "--scaling",
-            {"log_dir": str(source.log_dir), "batch_fraction": fraction},
+            {
+                "log_dir": str(source.log_dir),
+                "batch_fraction": fraction,
+                "history_fraction": SCALING_HISTORY,
+            },
             f"scaling-{i}",
         )
         ratios.append(last["10x"]["seconds"] / last["1x"]["seconds"])
@@ -445,8 +461,9 @@ def scaling_metric(
         "history_scaling_ratio",
         "x",
         ratios,
-        f"one micro-batch of {last['1x']['rows_in']:,} records (the last {fraction:.0%} of "
-        f"every partition of the `simulate scale` log, {source.groups:,} groups)",
+        f"one micro-batch of {last['1x']['rows_in']:,} records (the last auto-commit round, "
+        f"{fraction:.1%} of every partition, of `simulate scale` {source.groups:,} groups x "
+        f"{PARTITIONS} partitions, {source.duration_s} s)",
         f"batch time after {last['10x']['history_records']:,} stored records / after "
         f"{last['1x']['history_records']:,}",
         extra={"profile": last, "peak_rss_mib": last.get("peak_rss_mib", {})},
