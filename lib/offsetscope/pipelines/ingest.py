@@ -61,7 +61,6 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
-from pyspark.sql.types import StructField, StructType
 
 from offsetscope import secrets
 from offsetscope.config import Config
@@ -78,9 +77,9 @@ from offsetscope.history.groups import GroupInput, GroupState, fold_group
 from offsetscope.history.offsets import COMMITTED, OffsetsState, fold_offsets
 from offsetscope.history.rows import EndOffsetSample, OffsetCommitRow, PartitionLagRow
 from offsetscope.history.transactions import TxnIdState, fold_transactions
+from offsetscope.pipelines import commits, writes
 from offsetscope.pipelines import lag as lagmod
 from offsetscope.pipelines import state as st
-from offsetscope.pipelines import writes
 from offsetscope.pipelines.events import event_from_decoded
 from offsetscope.protocol.records import OFFSETS_TOPIC
 from offsetscope.quality import suites as quality_suites
@@ -97,7 +96,7 @@ _LIGHT = (
     "kind IN ('group_metadata', 'consumer_group', 'transaction_log', 'control') "
     "OR (kind = 'offset_commit' AND is_transactional)"
 )
-_COMMIT_COLUMNS = tuple(c.name for c in catalogue.spec("offset_commits").written_columns)
+_COMMIT_COLUMNS = commits.COLUMNS
 _MS_COLUMNS = tuple(
     c.name for c in catalogue.spec("offset_commits").written_columns if c.type == "timestamp"
 )
@@ -212,10 +211,6 @@ def with_timestamps(rows_ms: DataFrame) -> DataFrame:
             for c in _COMMIT_COLUMNS
         ]
     )
-
-
-def _commit_row(d: Mapping[str, Any]) -> OffsetCommitRow:
-    return OffsetCommitRow(**{c: d[c] for c in _COMMIT_COLUMNS})
 
 
 # ----------------------------------------------------------------------------- pipeline
@@ -436,8 +431,7 @@ class IngestPipeline:
                 session = self._session_for(b.spark, task.logical) if task.merge else b.spark
                 frame = task.frame(session)
                 if self._validates(task.logical):
-                    with b.timed(f"quality {task.logical}"):
-                        frame = self._quality_gate(b, frame, task.logical)
+                    frame = self._quality_gate(b, frame, task.logical)
                 with b.timed(f"{'merge' if task.merge else 'write'} {task.logical}"):
                     if task.merge:
                         written += writes.merge(
@@ -489,18 +483,26 @@ class IngestPipeline:
         sets Delta's idempotency confs, which must not leak into a table write running in
         another thread on the batch's session.
         """
-        with self._quality_lock:
-            session = self._session_for(b.spark, "quality")
-            if not self._quality_tables_ready:
-                qtables.ensure(
-                    session, self.cfg, (qtables.QUALITY_RESULTS, qtables.QUALITY_QUARANTINE)
-                )
-                self._quality_tables_ready = True
-            good, failed, result = quality.validate(
-                frame, logical, b.batch_id, settings=self.cfg.quality, clock=self.clock
-            )
-            quality.quarantine(session, self.cfg, result, failed, query_name=self.query_name)
-            b.quality.append(result)
+        # Timed apart: the wait for the lock, and the gate's own work once it has it.
+        with b.timed(f"quality wait {logical}"):
+            self._quality_lock.acquire()
+        with b.timed(f"quality {logical}"):
+            try:
+                return self._run_gate(b, frame, logical)
+            finally:
+                self._quality_lock.release()
+
+    def _run_gate(self, b: _Batch, frame: DataFrame, logical: str) -> DataFrame:
+        # Called with the quality lock held.
+        session = self._session_for(b.spark, "quality")
+        if not self._quality_tables_ready:
+            qtables.ensure(session, self.cfg, (qtables.QUALITY_RESULTS, qtables.QUALITY_QUARANTINE))
+            self._quality_tables_ready = True
+        good, failed, result = quality.validate(
+            frame, logical, b.batch_id, settings=self.cfg.quality, clock=self.clock
+        )
+        quality.quarantine(session, self.cfg, result, failed, query_name=self.query_name)
+        b.quality.append(result)
         return good
 
     def _bronze_and_silver(
@@ -530,7 +532,6 @@ class IngestPipeline:
         stats: Sequence[Any],
         event_time: int | None,
     ) -> None:
-        spark = b.spark
         light: list[Event] = []
         if any(
             counts[k] for k in ("group_metadata", "consumer_group", "transaction_log", "control")
@@ -570,7 +571,7 @@ class IngestPipeline:
         positions: list[tuple[str, int, lagmod.Position]] = []
         if plain_ms is not None:
             with b.timed("commit summary"):
-                summary, positions = _commit_summary(spark, plain_ms, tombstones)
+                summary, positions = _commit_summary(plain_ms, tombstones)
         offsets_partitions = (
             sorted({int(s["partition"]) for s in stats if s["topic"] == OFFSETS_TOPIC})
             if self.markers_visible
@@ -888,98 +889,13 @@ class IngestPipeline:
 
 
 def _commit_summary(
-    spark: SparkSession, plain_ms: DataFrame, tombstones: Mapping[str, int]
+    plain_ms: DataFrame, tombstones: Mapping[str, int]
 ) -> tuple[dict[str, list[OffsetCommitRow]], list[tuple[str, int, lagmod.Position]]]:
-    """One pass over the batch's plain commits for the group fold and the lag positions.
-
-    Per (group, topic, partition): the first live commit, the latest live one, the first live
-    one after the group's last deletion in the batch, the first carrying a topic id, and the
-    latest record of any kind (a tombstone removes the position). Reduced per group on the
-    driver: the group fold needs its first, last and first-after-deletion commits and one per
-    topic id (what ``fold_group`` reads from commits), never all of them.
-
-    Returns:
-        (group -> commit rows in record-offset order, [(topic, partition, position)]).
-    """
-    # Every field nullable: a group-wide aggregate below is a null struct when no row
-    # qualifies, and Arrow refuses a null struct whose fields are declared non-null.
-    nullable = StructType(
-        [
-            StructField(f.name, f.dataType, True)
-            for f in plain_ms.select(*[f"`{c}`" for c in _COMMIT_COLUMNS]).schema.fields
-        ]
-    )
-    row = F.struct(*[F.col(f"`{c}`") for c in _COMMIT_COLUMNS]).cast(nullable)
-    live = F.col("is_tombstone") == F.lit(False)
-    commits = plain_ms
-    if tombstones:
-        tomb = spark.createDataFrame(
-            list(tombstones.items()), "tomb_group string, tomb_offset bigint"
-        )
-        commits = commits.join(F.broadcast(tomb), commits["group_id"] == tomb["tomb_group"], "left")
-        after = F.when(
-            live & (F.col("record_offset") > F.col("tomb_offset")), F.col("record_offset")
-        )
-    else:
-        after = F.lit(None).cast("bigint")
-    order = F.struct(F.col("effective_at"), F.col("record_offset"))
-    aggregated = commits.groupBy("group_id", "topic", "partition").agg(
-        F.min_by(row, F.when(live, F.col("record_offset"))).alias("first"),
-        F.max_by(row, F.when(live, order)).alias("last"),
-        F.min_by(row, after).alias("after"),
-        F.min_by(row, F.when(live & F.col("topic_id").isNotNull(), F.col("record_offset"))).alias(
-            "with_topic_id"
-        ),
-        F.max_by(F.struct("offset", "effective_at", "record_offset"), order).alias("latest"),
-    )
-    first: dict[str, OffsetCommitRow] = {}
-    last: dict[str, OffsetCommitRow] = {}
-    after_rows: dict[str, OffsetCommitRow] = {}
-    by_topic_id: dict[tuple[str, str], OffsetCommitRow] = {}
-    positions: list[tuple[str, int, lagmod.Position]] = []
-    # Through Arrow, as dicts: collecting Rows pickles every nested struct (the summary of
-    # 980,000 commits took 29 s that way).
-    for r in aggregated.toArrow().to_pylist():
-        group = r["group_id"]
-        latest = r["latest"]
-        positions.append(
-            (
-                r["topic"],
-                int(r["partition"]),
-                lagmod.Position(
-                    group,
-                    latest["offset"],
-                    int(latest["effective_at"]),
-                    int(latest["record_offset"]),
-                ),
-            )
-        )
-        if r["first"] is None:
-            continue  # only tombstones
-        c = _commit_row(r["first"])
-        if group not in first or c.record_offset < first[group].record_offset:
-            first[group] = c
-        c = _commit_row(r["last"])
-        if group not in last or (c.effective_at, c.record_offset) > (
-            last[group].effective_at,
-            last[group].record_offset,
-        ):
-            last[group] = c
-        if r["after"] is not None:
-            c = _commit_row(r["after"])
-            if group not in after_rows or c.record_offset < after_rows[group].record_offset:
-                after_rows[group] = c
-        if r["with_topic_id"] is not None:
-            c = _commit_row(r["with_topic_id"])
-            key = (group, c.topic_id or "")
-            if key not in by_topic_id or c.record_offset < by_topic_id[key].record_offset:
-                by_topic_id[key] = c
-    chosen: dict[str, dict[int, OffsetCommitRow]] = defaultdict(dict)
-    for rows in (first.values(), last.values(), after_rows.values(), by_topic_id.values()):
-        for c in rows:
-            chosen[c.group_id][c.record_offset] = c
-    summary = {g: [rows[o] for o in sorted(rows)] for g, rows in chosen.items()}
-    return summary, positions
+    """The group fold's commits and the lag positions (:func:`commits.summarize`), from the
+    batch's plain commits collected to the driver through Arrow (the columns of
+    ``offset_commits``: about 150 bytes a commit)."""
+    table = plain_ms.select(*[f"`{c}`" for c in commits.COLUMNS]).toArrow()
+    return commits.summarize(table, tombstones)
 
 
 def _source_key(s: Any) -> str:

@@ -1,0 +1,123 @@
+"""What a micro-batch's offset commits tell the folds, computed columnar on the driver.
+
+Input: the batch's plain commits as an Arrow table with the ``offset_commits`` columns
+(timestamps as epoch ms), one row per ``__consumer_offsets`` OffsetCommit record, tombstones
+included. Output, for :mod:`offsetscope.pipelines.ingest`:
+
+* per group, the commits the group fold reads (``fold_group``): the first live commit (lowest
+  record offset), the latest live one (highest ``(effective_at, record_offset)``), the first
+  live one after the group's last deletion in the batch (its group-metadata tombstone), and the
+  first live one per topic id -- never all of them;
+* per (group, topic, partition), the position for lag: the latest record of any kind by
+  ``(effective_at, record_offset)``; a tombstone's position has no offset (removed).
+
+"Live" is a commit that is not a tombstone. Every choice is a per-key arg-min or arg-max, done
+with one ``numpy.lexsort`` each over the candidate rows (keys as dictionary codes), so the cost
+is a few sorts of the batch: about 2 s for 1,000,000 commits including the collect through
+Arrow, where the same aggregation as a Spark ``groupBy`` with ``min_by`` / ``max_by`` over row
+structs took 27-31 s on 2 cores (measured; the structs force a sort-based aggregate and the
+result was pickled Row by Row).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from offsetscope.history.rows import OffsetCommitRow
+from offsetscope.pipelines import lag as lagmod
+
+# The written columns of offset_commits (the table's rows are OffsetCommitRow).
+COLUMNS = tuple(f.name for f in dataclasses.fields(OffsetCommitRow))
+
+Summary = dict[str, list[OffsetCommitRow]]
+Positions = list[tuple[str, int, lagmod.Position]]
+
+
+def summarize(table: pa.Table, tombstones: Mapping[str, int]) -> tuple[Summary, Positions]:
+    """The group fold's commits and the lag positions of a batch's plain commits.
+
+    Args:
+        table: the commits, with (at least) :data:`COLUMNS`; timestamps as epoch ms.
+        tombstones: group -> record offset of its last group-metadata tombstone in the batch.
+
+    Returns:
+        (group -> chosen commit rows in record-offset order, [(topic, partition, position)]).
+    """
+    if table.num_rows == 0:
+        return {}, []
+    group, groups = _codes(table["group_id"])
+    topic, topics = _codes(table["topic"])
+    topic_id, _ = _codes(table["topic_id"])
+    partition = _ints(table["partition"])
+    record_offset = _ints(table["record_offset"])
+    effective_at = _ints(table["effective_at"])
+    live = ~table["is_tombstone"].combine_chunks().to_numpy(zero_copy_only=False).astype(bool)
+
+    deleted_at = np.array([tombstones.get(g, -1) for g in groups], dtype=np.int64)
+    after_deletion = live & (deleted_at[group] >= 0) & (record_offset > deleted_at[group])
+    newest = (effective_at, record_offset)
+    chosen = np.concatenate(
+        [
+            _pick((group,), (record_offset,), live, largest=False),
+            _pick((group,), newest, live, largest=True),
+            _pick((group,), (record_offset,), after_deletion, largest=False),
+            _pick((group, topic_id), (record_offset,), live & (topic_id >= 0), largest=False),
+        ]
+    )
+    chosen = np.unique(chosen)  # ascending row index; one row can be several of the four
+    summary: dict[str, dict[int, OffsetCommitRow]] = defaultdict(dict)
+    for d in table.select(list(COLUMNS)).take(pa.array(chosen)).to_pylist():
+        summary[d["group_id"]][d["record_offset"]] = OffsetCommitRow(**d)
+    by_group = {g: [rows[o] for o in sorted(rows)] for g, rows in summary.items()}
+
+    latest = _pick((group, topic, partition), newest, np.ones_like(live), largest=True)
+    offsets = table["offset"].take(pa.array(latest)).to_pylist()
+    positions = [
+        (
+            topics[topic[i]],
+            int(partition[i]),
+            lagmod.Position(groups[group[i]], off, int(effective_at[i]), int(record_offset[i])),
+        )
+        for i, off in zip(latest.tolist(), offsets, strict=True)
+    ]
+    return by_group, positions
+
+
+def _pick(
+    by: Sequence[np.ndarray], keys: Sequence[np.ndarray], mask: np.ndarray, *, largest: bool
+) -> np.ndarray:
+    """Per distinct value of the ``by`` columns (among the ``mask`` rows): the row index with
+    the smallest (or largest) ``keys``, compared in order."""
+    rows = np.flatnonzero(mask)
+    if rows.size == 0:
+        return rows
+    # lexsort's last key is the primary one: by columns first, then the keys.
+    order = np.lexsort(tuple(k[rows] for k in reversed(keys)) + tuple(b[rows] for b in by[::-1]))
+    ranked: np.ndarray = rows[order]
+    changes = np.zeros(ranked.size - 1, dtype=bool)
+    for b in by:
+        v = b[ranked]
+        changes |= v[1:] != v[:-1]
+    # A run's first row is its smallest, its last row its largest.
+    edge = np.concatenate((changes, [True])) if largest else np.concatenate(([True], changes))
+    picked: np.ndarray = ranked[edge]
+    return picked
+
+
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """Dictionary codes of a string column (null: -1) and the values they stand for."""
+    encoded = column.combine_chunks().dictionary_encode()
+    codes: np.ndarray = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    return codes.astype(np.int64), encoded.dictionary.to_pylist()
+
+
+def _ints(column: pa.ChunkedArray) -> np.ndarray:
+    # The columns read here are never null in a decoded commit; -1 keeps a null from turning
+    # into an arbitrary integer through a float NaN.
+    values: np.ndarray = column.combine_chunks().fill_null(-1).to_numpy(zero_copy_only=False)
+    return values.astype(np.int64)

@@ -1,0 +1,132 @@
+"""The columnar commit summary (``pipelines.commits.summarize``) against a row-by-row reading
+of what it promises, on random batches with ties, tombstones and deleted groups."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from offsetscope.history.rows import OffsetCommitRow
+from offsetscope.pipelines.commits import COLUMNS, summarize
+from offsetscope.pipelines.lag import Position
+
+
+def commit(group: str, topic: str, partition: int, record_offset: int, **kw: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "group_id": group,
+        "topic": topic,
+        "partition": partition,
+        "offset": 100 + record_offset,
+        "leader_epoch": -1,
+        "metadata": "",
+        "commit_timestamp": 1_000 + record_offset,
+        "expire_timestamp": None,
+        "topic_id": None,
+        "is_tombstone": False,
+        "record_partition": 7,
+        "record_offset": record_offset,
+        "record_timestamp": 1_000 + record_offset,
+        "transactional": False,
+        "producer_id": None,
+        "producer_epoch": None,
+        "status": "committed",
+        "resolved_at": 1_000 + record_offset,
+        "resolved_by": "plain",
+        "effective_at": 1_000 + record_offset,
+    }
+    row.update(kw)
+    return row
+
+
+def table(rows: list[dict[str, Any]]) -> pa.Table:
+    return pa.Table.from_pylist(rows).select(list(COLUMNS))
+
+
+def reference(
+    rows: list[dict[str, Any]], tombstones: dict[str, int]
+) -> tuple[dict[str, list[int]], set[tuple[str, int, Position]]]:
+    """What summarize promises, one row at a time (record offsets of the chosen rows)."""
+    chosen: dict[str, set[int]] = {}
+    newest = lambda r: (r["effective_at"], r["record_offset"])  # noqa: E731
+    for g in {r["group_id"] for r in rows}:
+        live = [r for r in rows if r["group_id"] == g and not r["is_tombstone"]]
+        if not live:
+            continue
+        picks = {min(r["record_offset"] for r in live), max(live, key=newest)["record_offset"]}
+        if g in tombstones:
+            after = [r["record_offset"] for r in live if r["record_offset"] > tombstones[g]]
+            if after:
+                picks.add(min(after))
+        for tid in {r["topic_id"] for r in live if r["topic_id"] is not None}:
+            picks.add(min(r["record_offset"] for r in live if r["topic_id"] == tid))
+        chosen[g] = picks
+    positions = set()
+    for key in {(r["group_id"], r["topic"], r["partition"]) for r in rows}:
+        last = max((r for r in rows if (r["group_id"], r["topic"], r["partition"]) == key), key=newest)
+        positions.add(
+            (
+                key[1],
+                key[2],
+                Position(key[0], last["offset"], last["effective_at"], last["record_offset"]),
+            )
+        )
+    return {g: sorted(v) for g, v in chosen.items()}, positions
+
+
+def test_picks_first_latest_after_deletion_and_per_topic_id() -> None:
+    rows = [
+        commit("g", "orders", 0, 10, topic_id="id-a"),
+        commit("g", "orders", 1, 11),
+        commit("g", "orders", 0, 12, is_tombstone=True, offset=None),
+        commit("g", "orders", 1, 13, topic_id="id-b"),
+        # committed later (effective_at) although earlier in the log: the latest live commit
+        commit("g", "orders", 1, 14, effective_at=9_999),
+        commit("g", "orders", 1, 15),
+        commit("h", "events", 0, 16, is_tombstone=True, offset=None),
+    ]
+    summary, positions = summarize(table(rows), {"g": 12})
+
+    assert [c.record_offset for c in summary["g"]] == [10, 13, 14]
+    assert all(isinstance(c, OffsetCommitRow) for c in summary["g"])
+    assert summary["g"][0] == OffsetCommitRow(**rows[0])
+    assert "h" not in summary  # only a tombstone: nothing for the group fold
+    assert set(positions) == {
+        ("orders", 0, Position("g", None, 1_012, 12)),  # the tombstone removed the position
+        ("orders", 1, Position("g", 114, 9_999, 14)),
+        ("events", 0, Position("h", None, 1_016, 16)),
+    }
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_matches_the_row_by_row_reading(seed: int) -> None:
+    rnd = random.Random(seed)
+    groups = [f"g{i}" for i in range(rnd.randint(1, 6))]
+    offsets = rnd.sample(range(10_000), rnd.randint(1, 300))
+    rows = [
+        commit(
+            rnd.choice(groups),
+            rnd.choice(["orders", "events"]),
+            rnd.randint(0, 3),
+            o,
+            effective_at=rnd.randint(0, 20),  # many ties: the record offset decides
+            is_tombstone=rnd.random() < 0.15,
+            topic_id=rnd.choice([None, None, "id-a", "id-b"]),
+        )
+        for o in offsets
+    ]
+    tombstones = {g: rnd.randint(0, 10_000) for g in groups if rnd.random() < 0.5}
+
+    summary, positions = summarize(table(rows), tombstones)
+
+    want_summary, want_positions = reference(rows, tombstones)
+    assert {g: [c.record_offset for c in cs] for g, cs in summary.items()} == want_summary
+    assert set(positions) == want_positions
+    assert len(positions) == len(want_positions)
+
+
+def test_empty_batch() -> None:
+    empty = pa.Table.from_pylist([commit("g", "t", 0, 1)]).select(list(COLUMNS)).slice(0, 0)
+    assert summarize(empty, {}) == ({}, [])
