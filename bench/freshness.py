@@ -149,7 +149,12 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
                 "records": written,
                 "freshness_s": _freshness(spark, cfg),
                 "batches": [
-                    {"batch_id": r.batch_id, "rows_in": r.rows_in, "seconds": round(r.seconds, 2)}
+                    {
+                        "batch_id": r.batch_id,
+                        "rows_in": r.rows_in,
+                        "seconds": round(r.seconds, 2),
+                        "phases": {k: round(v, 3) for k, v in sorted(r.phases.items())},
+                    }
                     for r in reports
                 ],
                 "groups_current_ok": _groups_current_ok(spark, cfg),
