@@ -65,7 +65,9 @@ def reference(
         chosen[g] = picks
     positions = set()
     for key in {(r["group_id"], r["topic"], r["partition"]) for r in rows}:
-        last = max((r for r in rows if (r["group_id"], r["topic"], r["partition"]) == key), key=newest)
+        last = max(
+            (r for r in rows if (r["group_id"], r["topic"], r["partition"]) == key), key=newest
+        )
         positions.add(
             (
                 key[1],
