@@ -96,7 +96,6 @@ _LIGHT = (
     "kind IN ('group_metadata', 'consumer_group', 'transaction_log', 'control') "
     "OR (kind = 'offset_commit' AND is_transactional)"
 )
-_COMMIT_COLUMNS = commits.COLUMNS
 _MS_COLUMNS = tuple(
     c.name for c in catalogue.spec("offset_commits").written_columns if c.type == "timestamp"
 )
@@ -208,7 +207,7 @@ def with_timestamps(rows_ms: DataFrame) -> DataFrame:
     return rows_ms.select(
         *[
             writes.millis_to_timestamp(F.col(c)).alias(c) if c in _MS_COLUMNS else F.col(f"`{c}`")
-            for c in _COMMIT_COLUMNS
+            for c in commits.COLUMNS
         ]
     )
 
