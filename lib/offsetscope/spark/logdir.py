@@ -41,13 +41,15 @@ import os
 import re
 import struct
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import Any, Final, TypeAlias, overload
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
+from offsetscope.protocol.arrow_decode import binary_array
 from offsetscope.protocol.log import (
     CorruptBatch,
     CrcMismatch,
@@ -61,16 +63,17 @@ from offsetscope.protocol.log import (
 from offsetscope.protocol.log.columnar import gather_slices
 
 _PREFIX: Final = struct.Struct(">qi")  # baseOffset, length; the magic byte is at 16
-_V2_TAIL: Final = struct.Struct(">hiqqqh")  # attributes .. producerEpoch, from byte 21
 HEADER_BYTES: Final = 61  # a v2 batch header
 _FRAME_BYTES: Final = 17  # enough to frame any magic
-_LEGACY_HEADER: Final = 18  # ... plus the legacy attributes byte
+LOG_OVERHEAD: Final = 12  # baseOffset + length: a batch is 12 + length bytes
+_NO_LIMIT: Final = 2**63  # above every offset
 _MIN_BATCH: Final = 26  # 12-byte log overhead + the smallest legacy message (14)
 _TRANSACTIONAL: Final = 0x10
 _CONTROL: Final = 0x20
 DEFAULT_CHUNK_BYTES: Final = 8 * 1024 * 1024
 # Bytes of an unreadable segment tail kept in its quarantine row; the rest is only counted.
 MAX_ERROR_BYTES: Final = 1024 * 1024
+I64: TypeAlias = npt.NDArray[np.int64]
 _DIR_NAME = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
 
@@ -135,6 +138,110 @@ class BatchFrame:
         return self.magic >= 2 and bool(self.attributes & _CONTROL)
 
 
+# The header fields framing reads, at their byte positions in a batch (module docstring; a
+# legacy entry has its attributes byte at 17). numpy reads them for all framed batches at once.
+_HEAD: Final = np.dtype(
+    {
+        "names": [
+            "base_offset",
+            "length",
+            "magic",
+            "legacy_attributes",
+            "attributes",
+            "last_offset_delta",
+            "max_timestamp",
+            "producer_id",
+            "producer_epoch",
+        ],
+        "formats": [">i8", ">i4", "u1", "u1", ">u2", ">i4", ">i8", ">i8", ">i2"],
+        "offsets": [0, 8, 16, 17, 21, 23, 35, 43, 51],
+        "itemsize": HEADER_BYTES,
+    }
+)
+_HEAD_SPAN: Final = np.arange(HEADER_BYTES, dtype=np.int64)
+_COLUMNS: Final = tuple(f.name for f in fields(BatchFrame))
+
+
+@dataclass(frozen=True, slots=True)
+class FrameColumns:
+    """Framed batches as one numpy array per :class:`BatchFrame` field (int64 each).
+
+    Framing a busy ``__consumer_offsets`` segment meets hundreds of thousands of small batches;
+    an object per batch would cost more than decoding their records. Indexing with an int gives
+    a :class:`BatchFrame`, with an index array or mask the selected batches.
+    """
+
+    position: I64
+    size: I64
+    base_offset: I64
+    last_offset: I64
+    magic: I64
+    attributes: I64
+    max_timestamp: I64
+    producer_id: I64
+    producer_epoch: I64
+
+    @classmethod
+    def empty(cls) -> FrameColumns:
+        return cls(*(np.zeros(0, np.int64) for _ in _COLUMNS))
+
+    @classmethod
+    def read(cls, buf: bytes, starts: Sequence[int], base: int) -> FrameColumns:
+        """The headers of the batches at ``starts`` in ``buf`` (``buf`` is at file ``base``)."""
+        if not starts:
+            return cls.empty()
+        local = np.asarray(starts, dtype=np.int64)
+        data = np.frombuffer(buf, dtype=np.uint8)
+        # Only a legacy entry at the end of the file can be shorter than a v2 header; the bytes
+        # its header does not have are clipped to the buffer's end and never read.
+        span = np.minimum(local[:, None] + _HEAD_SPAN, len(data) - 1)
+        head = np.ascontiguousarray(data[span]).view(_HEAD).ravel()
+        v2 = head["magic"] >= 2
+        base_offset = head["base_offset"].astype(np.int64)
+
+        def v2_only(values: npt.NDArray[Any], legacy: int | npt.NDArray[Any]) -> I64:
+            return np.where(v2, values, legacy).astype(np.int64)
+
+        return cls(
+            position=local + base,
+            size=head["length"].astype(np.int64) + LOG_OVERHEAD,
+            base_offset=base_offset,
+            # A legacy entry's offset field is the last offset of a (compressed) wrapper.
+            last_offset=v2_only(base_offset + head["last_offset_delta"], base_offset),
+            magic=head["magic"].astype(np.int64),
+            attributes=v2_only(head["attributes"], head["legacy_attributes"]),
+            max_timestamp=v2_only(head["max_timestamp"], -1),
+            producer_id=v2_only(head["producer_id"], -1),
+            producer_epoch=v2_only(head["producer_epoch"], -1),
+        )
+
+    @classmethod
+    def concat(cls, parts: Sequence[FrameColumns]) -> FrameColumns:
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return cls.empty()
+        return cls(*(np.concatenate([getattr(p, name) for p in parts]) for name in _COLUMNS))
+
+    def __len__(self) -> int:
+        return len(self.position)
+
+    @overload
+    def __getitem__(self, item: int) -> BatchFrame: ...
+
+    @overload
+    def __getitem__(self, item: slice | npt.NDArray[Any]) -> FrameColumns: ...
+
+    def __getitem__(self, item: int | slice | npt.NDArray[Any]) -> BatchFrame | FrameColumns:
+        if isinstance(item, int | np.integer):
+            return BatchFrame(*(int(getattr(self, name)[item]) for name in _COLUMNS))
+        return FrameColumns(*(getattr(self, name)[item] for name in _COLUMNS))
+
+    def __iter__(self) -> Iterator[BatchFrame]:
+        for i in range(len(self)):
+            yield self[i]
+
+
 @dataclass(frozen=True, slots=True)
 class FrameStop:
     """Why framing ended before the end of the file.
@@ -152,28 +259,10 @@ class FrameStop:
 class Framed:
     """Result of :func:`frame_file`."""
 
-    frames: list[BatchFrame]
+    frames: FrameColumns
     end_position: int  # after the last complete batch framed
     stop: FrameStop | None  # None: reached the end of the file, or ``stop_offset``
     file_size: int
-
-
-class _Window:
-    """Reads a file through a moving window of ``chunk`` bytes."""
-
-    def __init__(self, handle: BinaryIO, chunk: int) -> None:
-        self.handle = handle
-        self.chunk = chunk
-        self.start = 0
-        self.buf = b""
-
-    def get(self, pos: int, n: int) -> bytes:
-        if pos < self.start or pos + n > self.start + len(self.buf):
-            self.handle.seek(pos)
-            self.buf = self.handle.read(max(n, self.chunk))
-            self.start = pos
-        off = pos - self.start
-        return self.buf[off : off + n]
 
 
 def frame_file(
@@ -196,45 +285,69 @@ def frame_file(
     Returns:
         The frames, the position after the last complete one, and why framing ended early.
     """
-    frames: list[BatchFrame] = []
+    limit = _NO_LIMIT if stop_offset is None else stop_offset
+    parts: list[FrameColumns] = []
     with Path(path).open("rb") as handle:
         size = os.fstat(handle.fileno()).st_size
-        window = _Window(handle, chunk_bytes)
         pos = position
-        while pos < size:
-            left = size - pos
-            if left < _FRAME_BYTES:
-                return Framed(frames, pos, FrameStop(pos, "incomplete batch header", True), size)
-            head = window.get(pos, min(left, HEADER_BYTES))
-            base, length = _PREFIX.unpack_from(head, 0)
-            magic = head[16]
-            if base == 0 and length == 0:
-                return Framed(frames, pos, FrameStop(pos, "zero padding", True), size)
-            batch_size = 12 + length
-            if batch_size < _MIN_BATCH or magic > 2 or (magic == 2 and batch_size < HEADER_BYTES):
-                reason = f"invalid batch length {length} (magic {magic})"
-                return Framed(frames, pos, FrameStop(pos, reason, False), size)
-            if stop_offset is not None and base >= stop_offset:
-                return Framed(frames, pos, None, size)
-            if batch_size > left:
-                reason = f"batch of {batch_size} bytes, {left} left"
-                return Framed(frames, pos, FrameStop(pos, reason, True), size)
-            frame = _frame(head, pos, base, batch_size, magic)
-            if stop_timestamp is not None and frame.max_timestamp > stop_timestamp:
-                return Framed(frames, pos, None, size)
-            frames.append(frame)
-            pos += batch_size
-        return Framed(frames, pos, None, size)
+        while True:
+            handle.seek(pos)
+            buf = handle.read(max(chunk_bytes, HEADER_BYTES))
+            # A file that shrank under us ends where its bytes end.
+            file_end = size if len(buf) >= min(size - pos, HEADER_BYTES) else pos + len(buf)
+            starts, end, stop, done = _frame_window(buf, pos, file_end, limit)
+            frames = FrameColumns.read(buf, starts, pos)
+            if stop_timestamp is not None:
+                late = np.flatnonzero(frames.max_timestamp > stop_timestamp)
+                if len(late):
+                    cut = int(late[0])
+                    parts.append(frames[:cut])
+                    return Framed(FrameColumns.concat(parts), int(frames.position[cut]), None, size)
+            parts.append(frames)
+            if done:
+                return Framed(FrameColumns.concat(parts), end, stop, size)
+            pos = end
 
 
-def _frame(head: bytes, pos: int, base: int, size: int, magic: int) -> BatchFrame:
-    if magic >= 2:
-        attributes, delta, _base_ts, max_ts, pid, epoch = _V2_TAIL.unpack_from(head, 21)
-        return BatchFrame(
-            pos, size, base, base + delta, magic, attributes & 0xFFFF, max_ts, pid, epoch
-        )
-    # Legacy entry: the offset field is the last offset of a (compressed) wrapper.
-    return BatchFrame(pos, size, base, base, magic, head[17] if len(head) > 17 else 0, -1, -1, -1)
+def _frame_window(
+    buf: bytes, base: int, size: int, limit: int
+) -> tuple[list[int], int, FrameStop | None, bool]:
+    """Frame the batches whose headers are in ``buf`` (file bytes from ``base``; file ``size``).
+
+    The only per-batch Python step of framing: each batch's ``int32 length`` gives where the
+    next one starts. Returns ``(starts in buf, position framing reached, stop, done)``; not
+    ``done`` means the next header is past ``buf`` and framing goes on from that position.
+    """
+    starts: list[int] = []
+    append = starts.append
+    unpack = _PREFIX.unpack_from
+    window_end = len(buf)
+    at_eof = base + window_end >= size
+    local = 0
+    while True:
+        pos = base + local
+        left = size - pos
+        if left <= 0:
+            return starts, pos, None, True
+        if left < _FRAME_BYTES:
+            return starts, pos, FrameStop(pos, "incomplete batch header", True), True
+        if local + HEADER_BYTES > window_end and not at_eof:
+            return starts, pos, None, False
+        offset, length = unpack(buf, local)
+        magic = buf[local + 16]
+        if offset == 0 and length == 0:
+            return starts, pos, FrameStop(pos, "zero padding", True), True
+        batch_size = LOG_OVERHEAD + length
+        if batch_size < _MIN_BATCH or magic > 2 or (magic == 2 and batch_size < HEADER_BYTES):
+            reason = f"invalid batch length {length} (magic {magic})"
+            return starts, pos, FrameStop(pos, reason, False), True
+        if offset >= limit:
+            return starts, pos, None, True
+        if batch_size > left:
+            reason = f"batch of {batch_size} bytes, {left} left"
+            return starts, pos, FrameStop(pos, reason, True), True
+        append(local)
+        local += batch_size
 
 
 def seek_position(segment: SegmentFiles, offset: int) -> int:
@@ -362,51 +475,37 @@ def read_range(
         if segment.base_offset >= end:
             break
         framed = frame_file(segment.log, seek_position(segment, start), stop_offset=end)
-        frames = [f for f in framed.frames if f.last_offset >= start]
-        for run in _runs(frames, chunk_bytes):
-            yield from _read_run(request, segment, run, schema)
+        frames = framed.frames[framed.frames.last_offset >= start]
+        for first, stop_at in _runs(frames, chunk_bytes):
+            yield from _read_run(request, segment, first, stop_at, schema)
         stop = framed.stop
         sealed = following is not None
         if stop is not None and (sealed or not stop.incomplete):
             # Bytes that cannot be framed. In a sealed segment the rest of it is lost; in the
             # active one the log cannot grow past them. Report them once, at the next offset.
-            at = frames[-1].last_offset + 1 if frames else max(start, segment.base_offset)
+            at = int(frames.last_offset[-1]) + 1 if len(frames) else max(start, segment.base_offset)
             if start <= at < end:
                 yield _tail_error_row(request, segment, stop, framed.file_size, at, schema)
 
 
-def _runs(frames: list[BatchFrame], chunk_bytes: int) -> Iterator[list[BatchFrame]]:
-    run: list[BatchFrame] = []
-    total = 0
-    for frame in frames:
-        if run and total + frame.size > chunk_bytes:
-            yield run
-            run, total = [], 0
-        run.append(frame)
-        total += frame.size
-    if run:
-        yield run
+def _runs(frames: FrameColumns, chunk_bytes: int) -> Iterator[tuple[int, int]]:
+    """Byte ranges ``[first, stop)`` of consecutive frames, each about ``chunk_bytes`` at most.
 
-
-def _binary(offsets: np.ndarray, data: np.ndarray, valid: np.ndarray) -> pa.Array:
-    n = len(valid)
-    validity = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.Array.from_buffers(
-        pa.binary(),
-        n,
-        [
-            validity,
-            pa.py_buffer(offsets.astype(np.int32)),
-            pa.py_buffer(np.ascontiguousarray(data)),
-        ],
-    )
+    A run takes frames while they fit in ``chunk_bytes`` (a frame larger than that alone).
+    """
+    ends = frames.position + frames.size
+    total = np.cumsum(frames.size)
+    i, n = 0, len(frames)
+    while i < n:
+        before = int(total[i - 1]) if i else 0
+        j = max(int(np.searchsorted(total, before + chunk_bytes, side="right")), i + 1)
+        yield int(frames.position[i]), int(ends[j - 1])
+        i = j
 
 
 def _read_run(
-    request: RangeRequest, segment: SegmentFiles, run: list[BatchFrame], schema: pa.Schema
+    request: RangeRequest, segment: SegmentFiles, first: int, stop: int, schema: pa.Schema
 ) -> Iterator[pa.RecordBatch]:
-    first = run[0].position
-    stop = run[-1].position + run[-1].size
     with segment.log.open("rb") as handle:
         handle.seek(first)
         data = handle.read(stop - first)
@@ -430,8 +529,8 @@ def _read_run(
             "partition": pa.array(np.full(n, pdir.partition, dtype=np.int32)),
             "offset": pa.array(offsets[keep]),
             "timestamp": pa.array(records.timestamp[keep]),
-            "key": _binary(key_offsets, key_data, key_valid),
-            "value": _binary(value_offsets, value_data, value_valid),
+            "key": binary_array(key_offsets, key_data, key_valid),
+            "value": binary_array(value_offsets, value_data, value_valid),
             "producer_id": pa.array(headers.producer_id[b]),
             "producer_epoch": pa.array(headers.producer_epoch[b]),
             "is_transactional": pa.array(headers.is_transactional[b]),
@@ -586,13 +685,18 @@ class EndOffsetTracker:
                 continue
             position = mark.position if segment.base_offset == mark.segment_base else 0
             framed = frame_file(segment.log, position, stop_timestamp=until_ms)
-            for frame in framed.frames:
+            frames = framed.frames
+            # Only transactional and control batches open or close a transaction.
+            txn = (frames.magic >= 2) & (frames.attributes & (_TRANSACTIONAL | _CONTROL) != 0)
+            for i in np.flatnonzero(txn):
+                frame = frames[int(i)]
                 if frame.is_control:
                     mark.open_txns.pop(frame.producer_id, None)
-                elif frame.is_transactional:
+                else:
                     mark.open_txns.setdefault(frame.producer_id, frame.base_offset)
-                mark.next_offset = frame.last_offset + 1
-                mark.max_timestamp = max(mark.max_timestamp, frame.max_timestamp)
+            if len(frames):
+                mark.next_offset = int(frames.last_offset[-1]) + 1
+                mark.max_timestamp = max(mark.max_timestamp, int(frames.max_timestamp.max()))
             mark.segment_base = segment.base_offset
             mark.position = framed.end_position
             if not framed.frames and mark.next_offset < segment.base_offset:
