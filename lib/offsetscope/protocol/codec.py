@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from offsetscope.protocol import errors
@@ -24,10 +23,10 @@ from offsetscope.protocol.records import CoordinatorRecord, DecodedRecord, Unkno
 from offsetscope.protocol.registry import (
     BY_TOPIC,
     INTERNAL_TOPICS,
-    RECORD_TYPES,
     RecordType,
     record_type,
 )
+from offsetscope.protocol.schema import Message
 
 _INT16 = struct.Struct(">h")
 
@@ -47,7 +46,7 @@ def decode_record(topic: str, key: bytes | None, value: bytes | None) -> Decoded
     Raises:
         DecodeError: the bytes are malformed; ``path``/``offset`` say where.
     """
-    types = _READERS.get(topic)
+    types = BY_TOPIC.get(topic)
     if types is None:
         raise ValueError(f"{topic!r} is not an internal topic ({', '.join(INTERNAL_TOPICS)})")
     if key is None:
@@ -55,8 +54,8 @@ def decode_record(topic: str, key: bytes | None, value: bytes | None) -> Decoded
     if len(key) < 2:
         raise errors.TruncatedError("key.recordType", 0, 2, len(key))
     (type_id,) = _INT16.unpack_from(key, 0)
-    readers = types.get(type_id)
-    if readers is None:
+    rt = types.get(type_id)
+    if rt is None:
         return UnknownRecord(
             topic,
             type_id,
@@ -65,14 +64,15 @@ def decode_record(topic: str, key: bytes | None, value: bytes | None) -> Decoded
             _opt_bytes(value),
             f"unknown record type {type_id}",
         )
-    rt = readers.record_type
-    key_data = _run(readers.key, key, "key", rt.key.name, 0)
+    key_reader = _reader(rt.key, 0)
+    assert key_reader is not None  # keys are version 0
+    key_data = _run(key_reader, key, "key", rt.key.name, 0)
     if value is None:
         return CoordinatorRecord(topic, type_id, rt.key.name, key_data, None, None, None)
     if len(value) < 2:
         raise errors.TruncatedError("value.version", 0, 2, len(value))
     (version,) = _INT16.unpack_from(value, 0)
-    reader = readers.values.get(version)
+    reader = _reader(rt.value, version)
     if reader is None:
         return UnknownRecord(
             topic,
@@ -89,28 +89,34 @@ def decode_record(topic: str, key: bytes | None, value: bytes | None) -> Decoded
 
 
 Reader = Callable[[bytes, int], tuple[dict[str, Any], int]]
+Writer = Callable[[Mapping[str, Any], bytearray], None]
+
+# Readers and writers are generated on first use, not at import: the schema tables hold about
+# a hundred (message, version) pairs, and a command that decodes one topic needs a few of them.
+_READERS: dict[tuple[int, int], Reader] = {}
+_WRITERS: dict[tuple[int, int], Writer] = {}
 
 
-@dataclass(frozen=True, slots=True)
-class _TypeReaders:
-    record_type: RecordType
-    key: Reader
-    values: dict[int, Reader]
+def _reader(message: Message, version: int) -> Reader | None:
+    """``message``'s reader at ``version``; None for a version the message does not have."""
+    key = (id(message), version)
+    hit = _READERS.get(key)
+    if hit is None:
+        if version not in message.valid_range:
+            return None
+        hit = _READERS[key] = message.reader(version)
+    return hit
 
 
-def _build_readers() -> dict[str, dict[int, _TypeReaders]]:
-    out: dict[str, dict[int, _TypeReaders]] = {}
-    for topic, types in BY_TOPIC.items():
-        out[topic] = {
-            type_id: _TypeReaders(
-                rt, rt.key.reader(0), {v: rt.value.reader(v) for v in rt.value.versions}
-            )
-            for type_id, rt in types.items()
-        }
-    return out
-
-
-_READERS = _build_readers()
+def _writer(message: Message, version: int) -> Writer | None:
+    """``message``'s writer at ``version``; None for a version the message does not have."""
+    key = (id(message), version)
+    hit = _WRITERS.get(key)
+    if hit is None:
+        if version not in message.valid_range:
+            return None
+        hit = _WRITERS[key] = message.writer(version)
+    return hit
 
 
 def _run(reader: Reader, buf: bytes, side: str, name: str, version: int) -> dict[str, Any]:
@@ -137,43 +143,22 @@ def _opt_bytes(value: bytes | None) -> bytes | None:
 
 def encode_record(record: CoordinatorRecord) -> tuple[bytes, bytes | None]:
     """Serialise a record to ``(key, value)`` bytes exactly as Kafka's serde does."""
-    writers = _WRITERS.get((record.topic, record.record_type))
-    if writers is None:
-        _type_of(record.topic, record.record_type)  # raises the precise error
-        raise AssertionError("unreachable")
-    key = bytearray(writers.key_prefix)
-    writers.key(record.key, key)
+    rt = _type_of(record.topic, record.record_type)
+    key_writer = _writer(rt.key, 0)
+    assert key_writer is not None  # keys are version 0
+    key = bytearray(_INT16.pack(rt.id))
+    key_writer(record.key, key)
     if record.value is None:
         return bytes(key), None
     version = record.value_version
-    write = writers.values.get(version) if version is not None else None
+    write = _writer(rt.value, version) if version is not None else None
     if write is None:
-        name = writers.record_type.value.name
         if version is None:
-            raise ValueError(f"{name}: a non-tombstone record needs a value version")
-        raise errors.UnsupportedVersionError(name, version)
+            raise ValueError(f"{rt.value.name}: a non-tombstone record needs a value version")
+        raise errors.UnsupportedVersionError(rt.value.name, version)
     value = bytearray(_INT16.pack(version))
     write(record.value, value)
     return bytes(key), bytes(value)
-
-
-Writer = Callable[[Mapping[str, Any], bytearray], None]
-
-
-@dataclass(frozen=True, slots=True)
-class _TypeWriters:
-    record_type: RecordType
-    key_prefix: bytes
-    key: Writer
-    values: dict[int, Writer]
-
-
-_WRITERS: dict[tuple[str, int], _TypeWriters] = {
-    (rt.topic, rt.id): _TypeWriters(
-        rt, _INT16.pack(rt.id), rt.key.writer(0), {v: rt.value.writer(v) for v in rt.value.versions}
-    )
-    for rt in RECORD_TYPES
-}
 
 
 def make_record(

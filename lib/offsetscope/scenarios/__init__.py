@@ -23,6 +23,19 @@ bytes every time:
 
 from __future__ import annotations
 
-from offsetscope.scenarios.spec import Scenario, ScenarioError, load_scenario, parse_scenario
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from offsetscope.scenarios.spec import Scenario, ScenarioError, load_scenario, parse_scenario
 
 __all__ = ["Scenario", "ScenarioError", "load_scenario", "parse_scenario"]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use (PEP 562): ``offsetscope decode`` imports this package to register
+    # the ``simulate`` sub-command, and the spec module pulls in the coordinator.
+    if name in __all__:
+        from offsetscope.scenarios import spec
+
+        return getattr(spec, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

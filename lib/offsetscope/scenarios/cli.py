@@ -25,7 +25,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from offsetscope.scenarios.spec import ScenarioError
+# The scenario modules (spec, engine, coordinator) are imported by the handlers, not here: the
+# ``offsetscope`` parser registers this sub-command for every command, and ``decode`` should
+# not pay for them.
 
 
 def register(subparsers: Any) -> None:
@@ -64,6 +66,8 @@ def register(subparsers: Any) -> None:
 
 
 def _params(pairs: list[str]) -> dict[str, str]:
+    from offsetscope.scenarios.spec import ScenarioError
+
     out = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
@@ -76,6 +80,7 @@ def _params(pairs: list[str]) -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     """The ``simulate`` handler."""
     from offsetscope.scenarios.catalogue import names
+    from offsetscope.scenarios.spec import ScenarioError
 
     if args.list:
         from offsetscope.scenarios.spec import load_scenario
