@@ -21,9 +21,9 @@ import base64
 import re
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
-from offsetscope.dump_log import COMPRESSION_NAMES, dump_log_blocks
+from offsetscope.dump_log import COMPRESSION_NAMES, dump_log_bytes
 from offsetscope.protocol import codec, errors
 from offsetscope.protocol.json_format import console_json, dumps
 from offsetscope.protocol.log import (
@@ -143,8 +143,16 @@ def _run(args: argparse.Namespace) -> int:
         topic = args.topic or topic_of(path)
         report = ScanReport()
         if args.format == "dump-log":
-            blocks = dump_log_blocks(path, topic, status_format=args.status_format, report=report)
-            out.writelines(blocks)
+            blocks = dump_log_bytes(path, topic, status_format=args.status_format, report=report)
+            binary: BinaryIO | None = getattr(out, "buffer", None)
+            if binary is None:  # a text-only stream (redirected to a StringIO)
+                out.writelines(block.decode("utf-8") for block in blocks)
+            else:
+                # The text is UTF-8 already: straight to the binary stream, after what the
+                # text layer holds.
+                out.flush()
+                binary.writelines(blocks)
+                binary.flush()
         else:
             for batch in read_segment(path, report=report):
                 for record in batch.records:

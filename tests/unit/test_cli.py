@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -159,3 +161,17 @@ def test_decode_segment_dump_log(segment: Path) -> None:
     assert sum("Unknown record type" in line for line in lines) == 3
     assert lines[-1].endswith("endTxnMarker: ABORT coordinatorEpoch: 3")
     assert lines[-3].endswith("payload: <DELETE>")
+
+
+def test_decode_segment_dump_log_command_prints_the_same_text(
+    segment: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    expected = "".join(f"{line}\n" for line in dump_log_lines(segment, "__consumer_offsets"))
+    # The command writes the UTF-8 blocks to the binary stream under sys.stdout...
+    assert main(["decode", "segment", "--format", "dump-log", str(segment)]) == 0
+    assert capsys.readouterr().out == expected
+    # ... and decodes them itself when sys.stdout is a text-only stream.
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        assert main(["decode", "segment", "--format", "dump-log", str(segment)]) == 0
+    assert text.getvalue() == expected

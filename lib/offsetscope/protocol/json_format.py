@@ -21,6 +21,7 @@ Base64 with padding, ``uuid`` as URL-safe Base64 without padding, and (4.4+)
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import struct
 import uuid
@@ -122,12 +123,24 @@ def _decode_member_blobs(data: dict[str, Any], raw: Mapping[str, Any]) -> None:
     if data.get("protocolType") != cp.PROTOCOL_TYPE:
         return
     for member_json, member in zip(data.get("members", []), raw.get("members", []), strict=True):
-        sub = kafka_blob_json(cp.SUBSCRIPTION, member["subscription"])
+        sub = _member_blob_json(_SUBSCRIPTION, member["subscription"])
         if sub is not None:
             member_json["subscription"] = sub
-        asg = kafka_blob_json(cp.ASSIGNMENT, member["assignment"])
+        asg = _member_blob_json(_ASSIGNMENT, member["assignment"])
         if asg is not None:
             member_json["assignment"] = asg
+
+
+_SUBSCRIPTION, _ASSIGNMENT = "subscription", "assignment"
+_BLOB_MESSAGES = {_SUBSCRIPTION: cp.SUBSCRIPTION, _ASSIGNMENT: cp.ASSIGNMENT}
+
+
+@functools.lru_cache(maxsize=4096)
+def _member_blob_json(kind: str, blob: bytes) -> dict[str, Any] | None:
+    """:func:`kafka_blob_json`, remembered: a group's GroupMetadata record is rewritten at every
+    rebalance with every member, and a member's subscription (often its assignment too) is the
+    same bytes each time. The result is shared between records, so it is only ever read."""
+    return kafka_blob_json(_BLOB_MESSAGES[kind], blob)
 
 
 _INT16 = struct.Struct(">h")
