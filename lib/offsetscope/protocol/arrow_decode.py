@@ -30,6 +30,7 @@ per-record reader, which produces the same row -- or an ``error`` row with path 
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -345,7 +346,11 @@ def _group_metadata_struct_row(record: CoordinatorRecord) -> dict[str, Any]:
     return row
 
 
+@functools.lru_cache(maxsize=4096)
 def _decoded_blobs(subscription: bytes, assignment: bytes) -> dict[str, Any]:
+    """A member's consumer-protocol fields, remembered by their bytes: a group's GroupMetadata
+    record is rewritten at every rebalance with every member, mostly with the same blobs. The
+    result is shared between rows, so it is only ever read (copied into each member's row)."""
     out: dict[str, Any] = {}
     try:
         sub = cp.decode_subscription(subscription, lenient=True)
