@@ -182,11 +182,28 @@ def _timestamp_labels(magic: np.ndarray, attributes: np.ndarray) -> pa.Array:
 def _json_strings(values: pa.Array) -> pa.Array:
     """JSON string literals (quoted, escaped as Jackson does) of a string array; nulls stay null."""
     quoted = _join('"', values, '"')
+    if not _any_escapable_byte(values):  # the common case, decided on the whole buffer at once
+        return quoted
     needs = pc.fill_null(pc.match_substring_regex(values, _NEEDS_ESCAPE), False)
     if not pc.any(needs).as_py():
         return quoted
     escaped = pa.array([None if v is None else dumps(v) for v in values.to_pylist()], pa.string())
     return pc.if_else(needs, escaped, quoted)
+
+
+def _any_escapable_byte(values: pa.Array) -> bool:
+    """Whether any string of ``values`` holds a byte JSON escapes (``"``, ``\\``, < 0x20).
+
+    Multi-byte UTF-8 sequences have every byte >= 0x80, so a byte test is exact.
+    """
+    if len(values) == 0:
+        return False
+    _, offsets, data = values.buffers()
+    if data is None:
+        return False
+    bounds = np.frombuffer(offsets, dtype=np.int32)[values.offset : values.offset + len(values) + 1]
+    text = np.frombuffer(data, dtype=np.uint8)[int(bounds[0]) : int(bounds[-1])]
+    return bool(np.any((text < 0x20) | (text == 0x22) | (text == 0x5C)))
 
 
 def _offset_commit_contents(table: pa.Table) -> pa.Array:
@@ -201,23 +218,35 @@ def _offset_commit_contents(table: pa.Table) -> pa.Array:
         ',"partition":', _text(oc.field("partition")),
         "}}",
     )  # fmt: skip
-    payload = pa.array(["<DELETE>"] * len(table), pa.string())
     type_values = types.to_numpy(zero_copy_only=False)
     version_values = versions.fill_null(-1).to_numpy(zero_copy_only=False)
     codes = type_values.astype(np.int64) * 64 + version_values + 1  # version -1: tombstone
+    pieces: list[tuple[np.ndarray, pa.Array]] = []
     for code in np.flatnonzero(np.bincount(codes)).tolist():
         type_id, version = divmod(code, 64)
         version -= 1
-        if version < 0:
-            continue
         rows = np.flatnonzero(codes == code)
-        rendered = _payload(oc.take(pa.array(rows)), type_id, version)
-        # Scatter the rendered rows back into place.
-        slot = np.full(len(codes), -1, dtype=np.int64)
-        slot[rows] = np.arange(len(rows))
-        spread = rendered.take(pa.array(np.maximum(slot, 0)))
-        payload = pc.if_else(pa.array(slot >= 0), spread, payload)
-    return _join(key, " payload: ", payload)
+        if version < 0:
+            pieces.append((rows, pa.repeat(pa.scalar("<DELETE>"), len(rows))))
+        else:
+            pieces.append((rows, _payload(oc.take(pa.array(rows)), type_id, version)))
+    return _join(key, " payload: ", _assemble(len(codes), pieces))
+
+
+def _assemble(n: int, pieces: Sequence[tuple[np.ndarray, pa.Array]]) -> pa.Array:
+    """``n`` strings from pieces ``(rows, strings)``: row ``rows[i]`` is ``strings[i]``.
+
+    Every row is in exactly one piece. One concatenation and one ``take``, however many pieces:
+    scattering piece by piece (a ``take`` and an ``if_else`` each) copied every row per piece.
+    """
+    if len(pieces) == 1 and len(pieces[0][0]) == n:
+        return pieces[0][1]  # one piece of every row, in order
+    index = np.empty(n, dtype=np.int64)
+    start = 0
+    for rows, _ in pieces:
+        index[rows] = np.arange(start, start + len(rows))
+        start += len(rows)
+    return pa.concat_arrays([strings for _, strings in pieces]).take(pa.array(index))
 
 
 def _payload(oc: pa.StructArray, type_id: int, version: int) -> pa.Array:
