@@ -353,7 +353,6 @@ def _record_contents(chunk: ColumnChunk, topic: str | None, status_format: str) 
         & (first == 0)
         & ((second == 0) | (second == 1))
     )
-    texts: list[str | None] = [None] * n
     rendered = None
     commit = np.zeros(n, dtype=bool)
     if candidate.any():
@@ -371,17 +370,18 @@ def _record_contents(chunk: ColumnChunk, topic: str | None, status_format: str) 
             rendered = _offset_commit_contents(table)
     if rendered is not None and commit.all():
         return rendered
-    for j in np.flatnonzero(~commit).tolist():
+    others = np.flatnonzero(~commit)
+    texts = []
+    for j in others.tolist():
         if control[j]:
-            texts[j] = _control_text_of(rc, j)
+            texts.append(_control_text_of(rc, j))
         else:
             record = Record(offset=int(rc.offset[j]), timestamp=0, key=rc.key(j), value=rc.value(j))
-            texts[j] = _contents(topic, record, status_format)
-    if rendered is None:
-        return pa.array(texts, pa.string())
-    index = np.cumsum(commit) - 1
-    spread = rendered.take(pa.array(np.where(commit, index, 0)))
-    return pc.if_else(pa.array(commit), spread, pa.array(texts, pa.string()))
+            texts.append(_contents(topic, record, status_format))
+    pieces = [(others, pa.array(texts, pa.string()))]
+    if rendered is not None:
+        pieces.append((np.flatnonzero(commit), rendered))
+    return _assemble(n, pieces)
 
 
 # ----------------------------------------------------------------------------- per record
