@@ -466,11 +466,31 @@ def as_record(row: Any) -> dict[str, Any]:
     Structs become dicts (nested dataclasses and ``(topic, partition)`` tuples alike), arrays
     lists, and maps lists of ``(key, value)`` pairs -- the forms Arrow and Spark accept.
     """
-    table = _BY_ROW[type(row)]
-    return {
-        col.name: _shape(getattr(row, col.name), parse_type(col.type))
-        for col in table.field_columns
-    }
+    record: dict[str, Any] = {}
+    for name, parsed in _record_plan(type(row)):
+        value = getattr(row, name)
+        # Scalars (most columns) are kept as they are: no call per value.
+        record[name] = value if parsed is None or value is None else _shape(value, parsed)
+    return record
+
+
+_Plan = tuple[tuple[str, "ParsedType | None"], ...]
+_PLANS: dict[type, _Plan] = {}
+
+
+def _record_plan(row_type: type) -> _Plan:
+    """Per column of ``row_type``'s table: its name and parsed type (None: a scalar).
+
+    Parsed once per row type: a lag batch converts millions of rows, and parsing each column's
+    DDL per row cost 24 us a row (measured, 17 columns).
+    """
+    plan = _PLANS.get(row_type)
+    if plan is None:
+        parsed = [(col.name, parse_type(col.type)) for col in _BY_ROW[row_type].field_columns]
+        plan = _PLANS[row_type] = tuple(
+            (name, tp if tp[0] in ("array", "map", "struct") else None) for name, tp in parsed
+        )
+    return plan
 
 
 # A parsed DDL type: ("string",) / ("array", elem) / ("map", key, value) /

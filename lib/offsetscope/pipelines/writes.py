@@ -164,7 +164,7 @@ def records_frame(
     schema = catalogue.arrow_schema(spec)
     timed = [f for f in schema if _has_timestamp(f.type)]
     if timed:
-        records = [{**r, **{f.name: _in_range(r.get(f.name), f) for f in timed}} for r in records]
+        records = [_with_timestamps_in_range(r, timed) for r in records]
     table = pa.Table.from_pylist(list(records), schema=schema)
     df: DataFrame = spark.createDataFrame(table, schema=spec.written_ddl())
     return df
@@ -178,6 +178,18 @@ def _has_timestamp(t: pa.DataType) -> bool:
     if pa.types.is_struct(t):
         return any(_has_timestamp(f.type) for f in t)
     return False
+
+
+def _with_timestamps_in_range(record: Mapping[str, Any], timed: Sequence[pa.Field]) -> Any:
+    """``record``, copied only when one of its ``timed`` columns changes (rarely: copying
+    every row of a lag batch of millions cost more than converting it)."""
+    changes = {}
+    for f in timed:
+        value = record.get(f.name)
+        fixed = _in_range(value, f)
+        if fixed is not value:
+            changes[f.name] = fixed
+    return {**record, **changes} if changes else record
 
 
 def _in_range(value: Any, f: pa.Field) -> Any:
