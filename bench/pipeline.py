@@ -43,6 +43,7 @@ import shutil
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
@@ -361,6 +362,50 @@ def _bench_config(spec: dict[str, Any], out: Path, schema: str) -> Any:
     return config.with_pipeline(cfg, trigger="available_now")
 
 
+def slicer(spark: Any, cfg: Any, log_dir: Path, out: Path) -> Callable[[float, float, str], Any]:
+    """``cut(lo, hi, name)``: the records of ``log_dir``'s internal topics whose offset lies in
+    ``[lo, hi)`` of their partition's log end offset, written once to Parquet under ``out`` and
+    read back, so a timed batch reads a file rather than re-framing the whole log directory."""
+    from pyspark.sql import functions as F
+
+    from offsetscope.spark import sources
+    from offsetscope.spark.logdir import LogEndCache, partition_dirs
+
+    cache = LogEndCache()
+    ends = [
+        (d.topic, d.partition, cache.log_end_offset(d))
+        for d in partition_dirs(log_dir)
+        if d.topic in ("__consumer_offsets", "__transaction_state")
+    ]
+    bounds = spark.createDataFrame(ends, "b_topic string, b_partition int, b_end bigint")
+    raw = sources.read_segments(spark, cfg, str(log_dir))
+    joined = raw.join(
+        F.broadcast(bounds),
+        (raw["topic"] == bounds["b_topic"]) & (raw["partition"] == bounds["b_partition"]),
+    )
+
+    def cut(lo: float, hi: float, name: str) -> Any:
+        path = str(out / f"slice-{name}")
+        pos = F.col("offset") / F.col("b_end")
+        joined.where((pos >= lo) & (pos < hi)).select(*raw.columns).write.parquet(path)
+        return spark.read.parquet(path)
+
+    return cut
+
+
+def warm_up(spark: Any, spec: dict[str, Any], out: Path, batch: Any) -> None:
+    """The measured batch once into a throwaway schema, so that no measurement pays the
+    process's first-batch costs (JIT, great-expectations' import, Delta's first commits)."""
+    from offsetscope.pipelines import ingest
+    from offsetscope.spark.tables import ensure_tables
+
+    warm_cfg = _bench_config(spec, out, "offsetscope_bench_warmup")
+    ensure_tables(spark, warm_cfg)
+    ingest.IngestPipeline(warm_cfg, source_kind="segments", log_dir=spec["log_dir"]).process_batch(
+        batch, 0
+    )
+
+
 def scaling_worker(spec: dict[str, Any]) -> dict[str, Any]:
     """One micro-batch (the last ``batch_fraction`` of every partition) after the first
     ``history_fraction``, and after ten times that, each into a schema of its own.
@@ -369,11 +414,7 @@ def scaling_worker(spec: dict[str, Any]) -> dict[str, Any]:
     rather than re-framing the whole log directory; the pipeline's ``foreachBatch`` function
     (``IngestPipeline.process_batch``) is called exactly as the streaming query calls it.
     """
-    from pyspark.sql import functions as F
-
     from offsetscope.pipelines import ingest
-    from offsetscope.spark import sources
-    from offsetscope.spark.logdir import LogEndCache, partition_dirs
     from offsetscope.spark.session import build_session
     from offsetscope.spark.tables import ensure_tables
 
@@ -383,38 +424,14 @@ def scaling_worker(spec: dict[str, Any]) -> dict[str, Any]:
     cfg = _bench_config(spec, out, "offsetscope_bench_1x")
     spark = build_session(cfg, app_name="offsetscope-bench-scaling")
     try:
-        cache = LogEndCache()
-        ends = [
-            (d.topic, d.partition, cache.log_end_offset(d))
-            for d in partition_dirs(Path(spec["log_dir"]))
-            if d.topic in ("__consumer_offsets", "__transaction_state")
-        ]
-        bounds = spark.createDataFrame(ends, "b_topic string, b_partition int, b_end bigint")
-        raw = sources.read_segments(spark, cfg, spec["log_dir"])
-        joined = raw.join(
-            F.broadcast(bounds),
-            (raw["topic"] == bounds["b_topic"]) & (raw["partition"] == bounds["b_partition"]),
-        )
-
-        def cut(lo: float, hi: float, name: str) -> Any:
-            path = str(out / f"slice-{name}")
-            pos = F.col("offset") / F.col("b_end")
-            joined.where((pos >= lo) & (pos < hi)).select(*raw.columns).write.parquet(path)
-            return spark.read.parquet(path)
+        cut = slicer(spark, cfg, Path(spec["log_dir"]), out)
 
         fraction = float(spec["batch_fraction"])
         history_fraction = float(spec["history_fraction"])
         if history_fraction * 10 > 1.0 - fraction:
             raise ValueError("10x history would overlap the measured batch")
         batch = cut(1.0 - fraction, 1.01, "batch")
-        # Warm-up: the measured batch once into a throwaway schema, so that no measurement
-        # pays the process's first-batch costs (JIT, great-expectations' import, Delta's
-        # first commits).
-        warm_cfg = _bench_config(spec, out, "offsetscope_bench_warmup")
-        ensure_tables(spark, warm_cfg)
-        ingest.IngestPipeline(
-            warm_cfg, source_kind="segments", log_dir=spec["log_dir"]
-        ).process_batch(batch, 0)
+        warm_up(spark, spec, out, batch)
         # Measured in the order 1x, 10x, 10x, 1x (each into a schema of its own), each figure
         # the mean of its two: a later batch in the same process runs warmer, and with the
         # warm-up alone the 1x batch, measured first, still came out slower (22.6 s against

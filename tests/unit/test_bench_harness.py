@@ -155,3 +155,42 @@ def test_child_process_logs_its_output_and_is_stopped_when_the_block_ends(tmp_pa
     with common.child_process("http.server", "0", "--bind", "127.0.0.1", log=log) as proc:
         assert proc.poll() is None
     assert proc.poll() is not None
+
+
+def test_freshness_is_also_measured_at_the_shipped_trigger() -> None:
+    from bench.freshness import shipped_trigger_s
+
+    from offsetscope import config
+
+    # conf/ ships "30 seconds"; the benchmark reads it rather than repeating it.
+    assert config.load("local").pipeline.processing_time == "30 seconds"
+    assert shipped_trigger_s() == 30
+
+
+def test_groups_scaling_figures_from_a_worker_result() -> None:
+    from bench.groups import metrics
+    from bench.pipeline import Input
+
+    def one(groups: int, seconds: list[float]) -> dict[str, object]:
+        return {
+            "groups": groups,
+            "history_records": groups * 22,
+            "rows_in": 19_688,
+            "seconds": sum(seconds) / len(seconds),
+            "seconds_each": seconds,
+            "phases": {},
+        }
+
+    result = {
+        "10": one(10, [20.0, 10.0]),
+        "100": one(100, [30.0]),
+        "1000": one(1000, [45.0]),
+        "peak_rss_mib": {"driver_jvm": 2000.0, "python_driver": 500.0},
+    }
+    by_name = {m.name: m for m in metrics(result, [10, 100, 1000], Input(10, 300))}
+    assert by_name["groups_scaling_batch_s_10"].samples == [20.0, 10.0]
+    assert by_name["groups_scaling_batch_s_1000"].median == 45.0
+    # The largest count over the smallest, whose figure is the mean of its two runs.
+    assert by_name["groups_scaling_ratio"].median == 3.0
+    assert by_name["groups_scaling_peak_rss_python_driver_mib"].median == 500.0
+    assert "19,688 records" in by_name["groups_scaling_ratio"].input
