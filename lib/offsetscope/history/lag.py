@@ -82,6 +82,17 @@ def record_time_lookup(
     return lookup
 
 
+@dataclass(frozen=True, slots=True)
+class _SampleView:
+    """One partition's end-offset samples as of one time: what all its groups' lag rows share."""
+
+    topic: str
+    partition: int
+    as_of: int
+    history: list[EndOffsetSample]  # the samples taken at or before as_of, oldest first
+    sample: EndOffsetSample | None  # the latest of them
+
+
 class LagIndex:
     """Commit and end-offset histories, indexed so that lag as of any time is a lookup."""
 
@@ -168,9 +179,30 @@ class LagIndex:
         commit = self.committed_as_of(group_id, topic, partition, as_of)
         if commit is None or commit.offset is None:
             return None
-        committed = commit.offset
+        view = self._view(topic, partition, as_of)
+        return self._row(group_id, commit, view, read_committed, record_time, {})
+
+    def _view(self, topic: str, partition: int, as_of: int) -> _SampleView:
         history = self.samples_until(topic, partition, as_of)
-        sample = history[-1] if history else None
+        return _SampleView(topic, partition, as_of, history, history[-1] if history else None)
+
+    def _row(
+        self,
+        group_id: str,
+        commit: CommitPoint,
+        view: _SampleView,
+        read_committed: bool,
+        record_time: RecordTime | None,
+        appended_at: dict[int, tuple[float | None, str | None]],
+    ) -> PartitionLagRow:
+        """A group's lag row from its commit in effect and the partition's samples then.
+
+        ``appended_at`` remembers, per committed offset, when that record was appended (the
+        same for every group at that offset, and the costly part when segments are read).
+        """
+        topic, partition, as_of, sample = view.topic, view.partition, view.as_of, view.sample
+        committed = commit.offset
+        assert committed is not None  # the caller skips removed commits
         if sample is None:
             return PartitionLagRow(
                 group_id, topic, partition, as_of, read_committed, committed, commit.at,
@@ -184,7 +216,12 @@ class LagIndex:
         if lag_records == 0:
             lag_seconds, method = 0.0, "caught_up"
         else:
-            appended, method = _append_time(topic, partition, committed, history, record_time)
+            found = appended_at.get(committed)
+            if found is None:
+                found = appended_at[committed] = _append_time(
+                    topic, partition, committed, view.history, record_time
+                )
+            appended, method = found
             lag_seconds = None if appended is None else max(0, as_of - appended) / 1000.0
         lost = max(0, sample.log_start_offset - committed)
         return PartitionLagRow(
@@ -246,17 +283,17 @@ class LagIndex:
             by_partition.setdefault((topic, partition), []).append(group_id)
         out: list[PartitionLagRow] = []
         for s in sorted(samples, key=lambda s: (s.topic, s.partition, s.sampled_at)):
+            # What every group's row at this sample shares is found once per sample: a
+            # partition read by 100,000 groups gives 100,000 rows per sample.
+            view = self._view(s.topic, s.partition, s.sampled_at)
+            appended_at: dict[int, tuple[float | None, str | None]] = {}
             for group_id in by_partition.get((s.topic, s.partition), ()):
-                row = self.lag(
-                    group_id,
-                    s.topic,
-                    s.partition,
-                    s.sampled_at,
-                    read_committed=group_id in rc,
-                    record_time=record_time,
+                commit = self.committed_as_of(group_id, s.topic, s.partition, s.sampled_at)
+                if commit is None or commit.offset is None:
+                    continue
+                out.append(
+                    self._row(group_id, commit, view, group_id in rc, record_time, appended_at)
                 )
-                if row is not None:
-                    out.append(row)
         return out
 
 
