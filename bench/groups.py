@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,7 @@ from bench.pipeline import (
     run_worker,
     slicer,
     warm_up,
+    worker_session,
 )
 
 GROUP_COUNTS = (1_000, 10_000, 100_000)
@@ -58,14 +58,9 @@ SLICE_RECORDS = 1_000_000
 def groups_worker(spec: dict[str, Any]) -> dict[str, Any]:
     """The measured batch after each history of ``spec['histories']``, in ``spec['order']``."""
     from offsetscope.pipelines import ingest
-    from offsetscope.spark.session import build_session
     from offsetscope.spark.tables import ensure_tables
 
-    out = Path(spec["out"]).resolve()
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    cfg = _bench_config(spec, out, "offsetscope_bench_groups")
-    spark = build_session(cfg, app_name="offsetscope-bench-groups")
+    out, cfg, spark = worker_session(spec, "offsetscope_bench_groups", "offsetscope-bench-groups")
     measured: dict[str, list[dict[str, Any]]] = {}
     try:
         batch = slicer(spark, cfg, Path(spec["log_dir"]), out)(

@@ -209,16 +209,22 @@ class RssSampler:
 # ---------------------------------------------------------------------- one ingest run
 
 
-def worker(spec: dict[str, Any]) -> dict[str, Any]:
-    """Ingest ``spec['log_dir']`` into a fresh schema; returns records, seconds, batch reports."""
+def worker_session(spec: dict[str, Any], schema: str, app_name: str) -> tuple[Path, Any, Any]:
+    """A worker's fresh output folder ``spec['out']``, its config (``schema``) and session."""
     from offsetscope.spark.session import build_session
-    from offsetscope.spark.tables import ensure_tables
 
     out = Path(spec["out"]).resolve()
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    cfg = _bench_config(spec, out, "offsetscope_bench")
-    spark = build_session(cfg, app_name="offsetscope-bench-pipeline")
+    cfg = _bench_config(spec, out, schema)
+    return out, cfg, build_session(cfg, app_name=app_name)
+
+
+def worker(spec: dict[str, Any]) -> dict[str, Any]:
+    """Ingest ``spec['log_dir']`` into a fresh schema; returns records, seconds, batch reports."""
+    from offsetscope.spark.tables import ensure_tables
+
+    _, cfg, spark = worker_session(spec, "offsetscope_bench", "offsetscope-bench-pipeline")
     try:
         ensure_tables(spark, cfg)
         return timed_ingest(spark, cfg)
@@ -415,14 +421,9 @@ def scaling_worker(spec: dict[str, Any]) -> dict[str, Any]:
     (``IngestPipeline.process_batch``) is called exactly as the streaming query calls it.
     """
     from offsetscope.pipelines import ingest
-    from offsetscope.spark.session import build_session
     from offsetscope.spark.tables import ensure_tables
 
-    out = Path(spec["out"]).resolve()
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    cfg = _bench_config(spec, out, "offsetscope_bench_1x")
-    spark = build_session(cfg, app_name="offsetscope-bench-scaling")
+    out, cfg, spark = worker_session(spec, "offsetscope_bench_1x", "offsetscope-bench-scaling")
     try:
         cut = slicer(spark, cfg, Path(spec["log_dir"]), out)
 

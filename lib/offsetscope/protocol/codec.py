@@ -64,16 +64,16 @@ def decode_record(topic: str, key: bytes | None, value: bytes | None) -> Decoded
             _opt_bytes(value),
             f"unknown record type {type_id}",
         )
-    key_reader = _reader(rt.key, 0)
-    assert key_reader is not None  # keys are version 0
-    key_data = _run(key_reader, key, "key", rt.key.name, 0)
+    key_codec = _codec(rt.key, 0)
+    assert key_codec is not None  # keys are version 0
+    key_data = _run(key_codec[0], key, "key", rt.key.name, 0)
     if value is None:
         return CoordinatorRecord(topic, type_id, rt.key.name, key_data, None, None, None)
     if len(value) < 2:
         raise errors.TruncatedError("value.version", 0, 2, len(value))
     (version,) = _INT16.unpack_from(value, 0)
-    reader = _reader(rt.value, version)
-    if reader is None:
+    value_codec = _codec(rt.value, version)
+    if value_codec is None:
         return UnknownRecord(
             topic,
             type_id,
@@ -82,7 +82,7 @@ def decode_record(topic: str, key: bytes | None, value: bytes | None) -> Decoded
             bytes(value),
             f"{rt.value.name} has no version {version} (known: {rt.value.valid})",
         )
-    value_data = _run(reader, value, "value", rt.value.name, version)
+    value_data = _run(value_codec[0], value, "value", rt.value.name, version)
     return CoordinatorRecord(
         topic, type_id, rt.key.name, key_data, rt.value.name, version, value_data
     )
@@ -93,29 +93,17 @@ Writer = Callable[[Mapping[str, Any], bytearray], None]
 
 # Readers and writers are generated on first use, not at import: the schema tables hold about
 # a hundred (message, version) pairs, and a command that decodes one topic needs a few of them.
-_READERS: dict[tuple[int, int], Reader] = {}
-_WRITERS: dict[tuple[int, int], Writer] = {}
+_CODECS: dict[tuple[int, int], tuple[Reader, Writer]] = {}
 
 
-def _reader(message: Message, version: int) -> Reader | None:
-    """``message``'s reader at ``version``; None for a version the message does not have."""
+def _codec(message: Message, version: int) -> tuple[Reader, Writer] | None:
+    """``message``'s reader and writer at ``version``; None for a version it does not have."""
     key = (id(message), version)
-    hit = _READERS.get(key)
+    hit = _CODECS.get(key)
     if hit is None:
         if version not in message.valid_range:
             return None
-        hit = _READERS[key] = message.reader(version)
-    return hit
-
-
-def _writer(message: Message, version: int) -> Writer | None:
-    """``message``'s writer at ``version``; None for a version the message does not have."""
-    key = (id(message), version)
-    hit = _WRITERS.get(key)
-    if hit is None:
-        if version not in message.valid_range:
-            return None
-        hit = _WRITERS[key] = message.writer(version)
+        hit = _CODECS[key] = (message.reader(version), message.writer(version))
     return hit
 
 
@@ -144,20 +132,20 @@ def _opt_bytes(value: bytes | None) -> bytes | None:
 def encode_record(record: CoordinatorRecord) -> tuple[bytes, bytes | None]:
     """Serialise a record to ``(key, value)`` bytes exactly as Kafka's serde does."""
     rt = _type_of(record.topic, record.record_type)
-    key_writer = _writer(rt.key, 0)
-    assert key_writer is not None  # keys are version 0
+    key_codec = _codec(rt.key, 0)
+    assert key_codec is not None  # keys are version 0
     key = bytearray(_INT16.pack(rt.id))
-    key_writer(record.key, key)
+    key_codec[1](record.key, key)
     if record.value is None:
         return bytes(key), None
     version = record.value_version
-    write = _writer(rt.value, version) if version is not None else None
-    if write is None:
+    value_codec = _codec(rt.value, version) if version is not None else None
+    if value_codec is None:
         if version is None:
             raise ValueError(f"{rt.value.name}: a non-tombstone record needs a value version")
         raise errors.UnsupportedVersionError(rt.value.name, version)
     value = bytearray(_INT16.pack(version))
-    write(record.value, value)
+    value_codec[1](record.value, value)
     return bytes(key), bytes(value)
 
 
