@@ -191,3 +191,44 @@ def test_lag_without_any_sample_keeps_the_commit_and_no_lag() -> None:
         None,
         None,
     )
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_latest_commits_give_the_rows_the_full_index_gives(seed: int) -> None:
+    """The streaming form (each group's one latest commit) against the indexed form."""
+    import random
+
+    from offsetscope.history.lag import CommitPoint
+
+    rng = random.Random(seed)
+    samples = []
+    hwm = 0
+    for k in range(rng.randint(0, 6)):
+        hwm += rng.randint(0, 40)
+        lso = hwm - rng.randint(0, 5) if rng.random() < 0.3 else -1
+        samples.append(EndOffsetSample("t", 0, rng.randint(0, 8), hwm, lso, T0 + 1_000 * k))
+    new = samples[-rng.randint(0, len(samples)) :] if samples else []
+    latest = [
+        CommitPoint(
+            f"g{g:02d}",
+            "t",
+            0,
+            None if rng.random() < 0.15 else rng.randint(0, max(hwm, 1)),
+            # often exactly at a sample's time: a commit then is in effect at that sample
+            T0 + 1_000 * rng.randint(-2, 7) + rng.choice([0, 0, rng.randint(-999, 999)]),
+            rng.randint(0, 10**6),
+        )
+        for g in rng.sample(range(60), rng.randint(0, 25))
+    ]
+    rc = {c.group_id for c in latest if rng.random() < 0.3}
+    times = {T0 + 1_000 * k - 1: T0 + 1_000 * k - rng.randint(0, 2_000) for k in range(8)}
+
+    def record_time(topic: str, partition: int, offset: int) -> int | None:
+        return None if offset % 3 == 0 else times[T0 + 1_000 * (offset % 8) - 1]
+
+    index = LagIndex(latest, samples)
+    expected = index.rows_at_samples(new, read_committed_groups=rc, record_time=record_time)
+    got = LagIndex((), samples).latest_rows_at_samples(
+        latest, new, read_committed_groups=rc, record_time=record_time
+    )
+    assert got == expected

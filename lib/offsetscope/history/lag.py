@@ -269,6 +269,36 @@ class LagIndex:
                     out.append(row)
         return out
 
+    def latest_rows_at_samples(
+        self,
+        latest: Iterable[CommitPoint],
+        samples: Iterable[EndOffsetSample],
+        *,
+        read_committed_groups: Iterable[str] = (),
+        record_time: RecordTime | None = None,
+    ) -> list[PartitionLagRow]:
+        """:meth:`rows_at_samples` for ``latest``, each group's only commit on its partition.
+
+        The streaming fold keeps just a group's latest position per partition, so no commit
+        history is indexed or searched: a commit is in effect at a sample from its time on.
+        Same rows, same order (by sample, then group id).
+        """
+        rc = frozenset(read_committed_groups)
+        by_partition: dict[TopicPartitionKey, list[CommitPoint]] = {}
+        for c in sorted(latest, key=lambda c: c.group_id):
+            by_partition.setdefault((c.topic, c.partition), []).append(c)
+        out: list[PartitionLagRow] = []
+        for s in sorted(samples, key=lambda s: (s.topic, s.partition, s.sampled_at)):
+            view = self._view(s.topic, s.partition, s.sampled_at)
+            appended_at: dict[int, tuple[float | None, str | None]] = {}
+            for c in by_partition.get((s.topic, s.partition), ()):
+                if c.offset is None or c.at > s.sampled_at:
+                    continue
+                out.append(
+                    self._row(c.group_id, c, view, c.group_id in rc, record_time, appended_at)
+                )
+        return out
+
     def rows_at_samples(
         self,
         samples: Iterable[EndOffsetSample],

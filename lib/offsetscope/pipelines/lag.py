@@ -225,11 +225,11 @@ def lag_rows(
     ``record_time`` (the sampler's) gives exact lag in seconds where data records are readable;
     without it, or where it returns None, lag in seconds is interpolated from the samples.
     """
-    commits = [
+    latest = [
         CommitPoint(p.group_id, topic, partition, p.offset, p.at, p.record_offset)
         for p in positions.values()
     ]
-    index = LagIndex(commits, [*history, *new])
-    return index.rows_at_samples(
-        new, read_committed_groups=read_committed_groups, record_time=record_time
+    index = LagIndex((), [*history, *new])
+    return index.latest_rows_at_samples(
+        latest, new, read_committed_groups=read_committed_groups, record_time=record_time
     )
