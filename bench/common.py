@@ -200,7 +200,8 @@ def write_docs(results: dict[str, Any], targets: dict[str, str]) -> None:
         "* " + ", ".join(f"{k} {v}" for k, v in sorted(m.get("versions", {}).items())),
         (
             f"* measured {m.get('measured_at')}, load average {m.get('load_average')} "
-            "(the machine is shared: other jobs ran during the measurements)"
+            "(each figure's own time and load average are in bench/results.json; see 'Measuring "
+            "conditions' below)"
         ),
         "",
         "| metric | value | unit | target | input | notes |",
