@@ -49,7 +49,7 @@ TARGETS: dict[str, str] = {
 LIMITS: dict[str, str] = {
     "Measuring conditions": (
         "Every figure in the table except the framing_* ones was measured between 23:32 on "
-        "2026-11-23 and 00:50 on 2026-11-24 (UTC) with nothing but the benchmarks running (load "
+        "2026-11-23 and 00:30 on 2026-11-24 (UTC) with nothing but the benchmarks running (load "
         "average 1.5-3: their own JVMs and Python workers on the 2 cores): decode and the CLI "
         "comparison three samples each, everything else one sample (each sample of pipeline, "
         "scaling and freshness is a whole run of minutes). Single-core figures are pinned with "
@@ -159,13 +159,16 @@ LIMITS: dict[str, str] = {
         "groups the lag phase took 52.6 s (loading and rewriting each partition's positions "
         "state -- one JSON object holding every group -- and building the rows) and the writes "
         "39.1 s (the partition_lag MERGE 13.7 s, its quality gate 9.3 s, the rest building the "
-        "2,000,000-row frame). The first run tonight, before the fold rows' conversion and the "
-        "streaming lag were fixed, gave 16.0 / 36.4 / 183.7 s (lag 84 s and writes 89 s at "
-        "100,000). Peak RSS over the whole run, history ingests of up to 730,000 records a "
-        "batch included: driver JVM 9,122 MiB, Python driver 3,716 MiB, Python workers 998 MiB. "
-        "Levers: lag computed column-wise, positions stored per (group, partition) so a batch "
-        "reads and rewrites only the groups it touches, and lag sampled at its own cadence "
-        "rather than at every batch."
+        "2,000,000-row frame). The first run tonight, before the fold rows' conversion "
+        "(`as_record`) and the per-sample lag were fixed, gave 16.0 / 36.4 / 183.7 s (lag 84 s "
+        "and writes 89 s at 100,000). The last lag change (`LagIndex.latest_rows_at_samples`: "
+        "no per-group commit index for the streaming positions, lag rows of 20,000 groups 0.28 "
+        "s -> 0.15 s in isolation) landed after this run and is not in these figures. Peak RSS "
+        "over the whole run, history ingests of up to 730,000 records a batch included: driver "
+        "JVM 9,122 MiB, Python driver 3,716 MiB, Python workers 998 MiB. Levers: lag computed "
+        "column-wise, positions stored per (group, partition) so a batch reads and rewrites "
+        "only the groups it touches, and lag sampled at its own cadence rather than at every "
+        "batch."
     ),
     "freshness_p99_s": (
         "Steady state (16,240 commits appended after the query's first batch finished, 20 "
