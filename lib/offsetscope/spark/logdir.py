@@ -60,12 +60,12 @@ from offsetscope.protocol.log import (
     read_offset_index,
     scan_columns,
 )
-from offsetscope.protocol.log.columnar import gather_slices
+from offsetscope.protocol.log.columnar import BATCH_HEADER_DTYPE, gather_slices
+from offsetscope.protocol.log.model import LOG_OVERHEAD
 
 _PREFIX: Final = struct.Struct(">qi")  # baseOffset, length; the magic byte is at 16
 HEADER_BYTES: Final = 61  # a v2 batch header
 _FRAME_BYTES: Final = 17  # enough to frame any magic
-LOG_OVERHEAD: Final = 12  # baseOffset + length: a batch is 12 + length bytes
 _NO_LIMIT: Final = 2**63  # above every offset
 _MIN_BATCH: Final = 26  # 12-byte log overhead + the smallest legacy message (14)
 _TRANSACTIONAL: Final = 0x10
@@ -138,26 +138,9 @@ class BatchFrame:
         return self.magic >= 2 and bool(self.attributes & _CONTROL)
 
 
-# The header fields framing reads, at their byte positions in a batch (module docstring; a
-# legacy entry has its attributes byte at 17). numpy reads them for all framed batches at once.
-_HEAD: Final = np.dtype(
-    {
-        "names": [
-            "base_offset",
-            "length",
-            "magic",
-            "legacy_attributes",
-            "attributes",
-            "last_offset_delta",
-            "max_timestamp",
-            "producer_id",
-            "producer_epoch",
-        ],
-        "formats": [">i8", ">i4", "u1", "u1", ">u2", ">i4", ">i8", ">i8", ">i2"],
-        "offsets": [0, 8, 16, 17, 21, 23, 35, 43, 51],
-        "itemsize": HEADER_BYTES,
-    }
-)
+# The 61 header bytes of every framed batch are read at once through the v2 header layout;
+# a legacy entry's attributes byte is at 17 (its header fields are ignored otherwise).
+_LEGACY_ATTRIBUTES_AT: Final = 17
 _HEAD_SPAN: Final = np.arange(HEADER_BYTES, dtype=np.int64)
 _COLUMNS: Final = tuple(f.name for f in fields(BatchFrame))
 
@@ -195,7 +178,8 @@ class FrameColumns:
         # Only a legacy entry at the end of the file can be shorter than a v2 header; the bytes
         # its header does not have are clipped to the buffer's end and never read.
         span = np.minimum(local[:, None] + _HEAD_SPAN, len(data) - 1)
-        head = np.ascontiguousarray(data[span]).view(_HEAD).ravel()
+        raw = np.ascontiguousarray(data[span])
+        head = raw.view(BATCH_HEADER_DTYPE).ravel()
         v2 = head["magic"] >= 2
         base_offset = head["base_offset"].astype(np.int64)
 
@@ -209,7 +193,9 @@ class FrameColumns:
             # A legacy entry's offset field is the last offset of a (compressed) wrapper.
             last_offset=v2_only(base_offset + head["last_offset_delta"], base_offset),
             magic=head["magic"].astype(np.int64),
-            attributes=v2_only(head["attributes"], head["legacy_attributes"]),
+            attributes=v2_only(
+                head["attributes"].astype(np.int64) & 0xFFFF, raw[:, _LEGACY_ATTRIBUTES_AT]
+            ),
             max_timestamp=v2_only(head["max_timestamp"], -1),
             producer_id=v2_only(head["producer_id"], -1),
             producer_epoch=v2_only(head["producer_epoch"], -1),

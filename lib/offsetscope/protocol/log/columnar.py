@@ -98,7 +98,8 @@ DEFAULT_COLUMN_CHUNK_BYTES: Final = 4 * 1024 * 1024
 _MIN_BATCH_SIZE: Final = LOG_OVERHEAD + LEGACY_RECORD_OVERHEAD_V0
 _PAD: Final = 16  # zero bytes after the buffer so gathers past a malformed record stay in bounds
 
-_HEADER_DTYPE: Final = np.dtype(
+# A v2 batch header (``batch.py``), every field at its byte position.
+BATCH_HEADER_DTYPE: Final = np.dtype(
     [
         ("base_offset", ">i8"),
         ("length", ">i4"),
@@ -115,7 +116,7 @@ _HEADER_DTYPE: Final = np.dtype(
         ("records_count", ">i4"),
     ]
 )
-assert _HEADER_DTYPE.itemsize == RECORD_BATCH_OVERHEAD
+assert BATCH_HEADER_DTYPE.itemsize == RECORD_BATCH_OVERHEAD
 _NO_HEADER: Final = bytes(RECORD_BATCH_OVERHEAD)
 
 
@@ -446,7 +447,7 @@ class _Scan:
         regions: tuple[I64, I64, I64, I64] | None = None
         extra: list[bytes] = []
         if len(v2):
-            raw = np.frombuffer(b"".join(self.heads), dtype=_HEADER_DTYPE)[v2]
+            raw = np.frombuffer(b"".join(self.heads), dtype=BATCH_HEADER_DTYPE)[v2]
             for name in _COPIED_HEADER_FIELDS:
                 headers[name][v2] = raw[name]
             headers["last_offset"][v2] = raw["base_offset"] + raw["last_offset_delta"]
