@@ -26,7 +26,6 @@ from offsetscope.protocol.registry import (
     RecordType,
     record_type,
 )
-from offsetscope.protocol.schema import Message
 
 _INT16 = struct.Struct(">h")
 
@@ -64,16 +63,13 @@ def decode_record(topic: str, key: bytes | None, value: bytes | None) -> Decoded
             _opt_bytes(value),
             f"unknown record type {type_id}",
         )
-    key_codec = _codec(rt.key, 0)
-    assert key_codec is not None  # keys are version 0
-    key_data = _run(key_codec[0], key, "key", rt.key.name, 0)
+    key_data = _run(rt.key.reader(0), key, "key", rt.key.name, 0)
     if value is None:
         return CoordinatorRecord(topic, type_id, rt.key.name, key_data, None, None, None)
     if len(value) < 2:
         raise errors.TruncatedError("value.version", 0, 2, len(value))
     (version,) = _INT16.unpack_from(value, 0)
-    value_codec = _codec(rt.value, version)
-    if value_codec is None:
+    if version not in rt.value.valid_range:
         return UnknownRecord(
             topic,
             type_id,
@@ -82,29 +78,15 @@ def decode_record(topic: str, key: bytes | None, value: bytes | None) -> Decoded
             bytes(value),
             f"{rt.value.name} has no version {version} (known: {rt.value.valid})",
         )
-    value_data = _run(value_codec[0], value, "value", rt.value.name, version)
+    value_data = _run(rt.value.reader(version), value, "value", rt.value.name, version)
     return CoordinatorRecord(
         topic, type_id, rt.key.name, key_data, rt.value.name, version, value_data
     )
 
 
+# Readers and writers come from the schema tables, generated on first use (``Message.reader``
+# caches them): a command that decodes one topic needs a few of the hundred or so.
 Reader = Callable[[bytes, int], tuple[dict[str, Any], int]]
-Writer = Callable[[Mapping[str, Any], bytearray], None]
-
-# Readers and writers are generated on first use, not at import: the schema tables hold about
-# a hundred (message, version) pairs, and a command that decodes one topic needs a few of them.
-_CODECS: dict[tuple[int, int], tuple[Reader, Writer]] = {}
-
-
-def _codec(message: Message, version: int) -> tuple[Reader, Writer] | None:
-    """``message``'s reader and writer at ``version``; None for a version it does not have."""
-    key = (id(message), version)
-    hit = _CODECS.get(key)
-    if hit is None:
-        if version not in message.valid_range:
-            return None
-        hit = _CODECS[key] = (message.reader(version), message.writer(version))
-    return hit
 
 
 def _run(reader: Reader, buf: bytes, side: str, name: str, version: int) -> dict[str, Any]:
@@ -132,20 +114,15 @@ def _opt_bytes(value: bytes | None) -> bytes | None:
 def encode_record(record: CoordinatorRecord) -> tuple[bytes, bytes | None]:
     """Serialise a record to ``(key, value)`` bytes exactly as Kafka's serde does."""
     rt = _type_of(record.topic, record.record_type)
-    key_codec = _codec(rt.key, 0)
-    assert key_codec is not None  # keys are version 0
     key = bytearray(_INT16.pack(rt.id))
-    key_codec[1](record.key, key)
+    rt.key.writer(0)(record.key, key)
     if record.value is None:
         return bytes(key), None
     version = record.value_version
-    value_codec = _codec(rt.value, version) if version is not None else None
-    if value_codec is None:
-        if version is None:
-            raise ValueError(f"{rt.value.name}: a non-tombstone record needs a value version")
-        raise errors.UnsupportedVersionError(rt.value.name, version)
+    if version is None:
+        raise ValueError(f"{rt.value.name}: a non-tombstone record needs a value version")
     value = bytearray(_INT16.pack(version))
-    value_codec[1](record.value, value)
+    rt.value.writer(version)(record.value, value)  # raises UnsupportedVersionError
     return bytes(key), bytes(value)
 
 
