@@ -196,13 +196,7 @@ def _any_escapable_byte(values: pa.Array) -> bool:
 
     Multi-byte UTF-8 sequences have every byte >= 0x80, so a byte test is exact.
     """
-    if len(values) == 0:
-        return False
-    _, offsets, data = values.buffers()
-    if data is None:
-        return False
-    bounds = np.frombuffer(offsets, dtype=np.int32)[values.offset : values.offset + len(values) + 1]
-    text = np.frombuffer(data, dtype=np.uint8)[int(bounds[0]) : int(bounds[-1])]
+    text = np.frombuffer(_string_bytes(values), dtype=np.uint8)
     return bool(np.any((text < 0x20) | (text == 0x22) | (text == 0x5C)))
 
 
@@ -319,15 +313,20 @@ def _chunk_text(path: Path, chunk: ColumnChunk, topic: str | None, status_format
 
 def _concat(strings: pa.Array) -> bytes:
     """All strings of an array back to back (UTF-8), straight from its data buffer."""
+    return bytes(_string_bytes(strings))
+
+
+def _string_bytes(strings: pa.Array) -> memoryview:
+    """The UTF-8 bytes of a string array's values, back to back, without a copy."""
     if len(strings) == 0:
-        return b""
-    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int32)[
+        return memoryview(b"")
+    _, offsets, data = strings.buffers()
+    if data is None:  # only empty strings or nulls
+        return memoryview(b"")
+    bounds = np.frombuffer(offsets, dtype=np.int32)[
         strings.offset : strings.offset + len(strings) + 1
     ]
-    data = strings.buffers()[2]
-    if data is None:  # no strings, or only empty ones
-        return b""
-    return bytes(memoryview(data)[int(offsets[0]) : int(offsets[-1])])
+    return memoryview(data)[int(bounds[0]) : int(bounds[-1])]
 
 
 def _record_contents(chunk: ColumnChunk, topic: str | None, status_format: str) -> pa.Array:
