@@ -7,6 +7,7 @@ from test_history_support import T0, Log
 
 from offsetscope.coordinator.log import LogRecord, PartitionLog
 from offsetscope.history import LagIndex, fold_offsets, record_time_lookup
+from offsetscope.history.lag import commit_points
 from offsetscope.history.rows import EndOffsetSample, OffsetCommitRow
 
 G = "billing"
@@ -175,7 +176,7 @@ def test_rows_for_every_group_partition_and_time_and_at_samples() -> None:
         ("other", 0, T0 + 30 * S, 160, True),
         ("other", 0, T0 + 60 * S, 260, True),
     ]
-    at_samples = idx.rows_at_samples([SAMPLES[3]])
+    at_samples = idx.latest_rows_at_samples(commit_points(rows), [SAMPLES[3]])
     assert [(r.group_id, r.as_of, r.lag_records) for r in at_samples] == [
         (G, T0 + 90 * S, 300),
         ("other", T0 + 90 * S, 360),
@@ -195,7 +196,7 @@ def test_lag_without_any_sample_keeps_the_commit_and_no_lag() -> None:
 
 @pytest.mark.parametrize("seed", range(20))
 def test_latest_commits_give_the_rows_the_full_index_gives(seed: int) -> None:
-    """The streaming form (each group's one latest commit) against the indexed form."""
+    """The streaming form (each group's one latest commit) against the indexed lookup."""
     import random
 
     from offsetscope.history.lag import CommitPoint
@@ -226,8 +227,24 @@ def test_latest_commits_give_the_rows_the_full_index_gives(seed: int) -> None:
     def record_time(topic: str, partition: int, offset: int) -> int | None:
         return None if offset % 3 == 0 else times[T0 + 1_000 * (offset % 8) - 1]
 
+    # The reference: each group's lag at each new sample, from the indexed commit lookup.
     index = LagIndex(latest, samples)
-    expected = index.rows_at_samples(new, read_committed_groups=rc, record_time=record_time)
+    expected = [
+        row
+        for s in sorted(new, key=lambda s: s.sampled_at)
+        for group_id in sorted({c.group_id for c in latest})
+        if (
+            row := index.lag(
+                group_id,
+                "t",
+                0,
+                s.sampled_at,
+                read_committed=group_id in rc,
+                record_time=record_time,
+            )
+        )
+        is not None
+    ]
     got = LagIndex((), samples).latest_rows_at_samples(
         latest, new, read_committed_groups=rc, record_time=record_time
     )

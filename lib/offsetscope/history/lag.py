@@ -277,11 +277,12 @@ class LagIndex:
         read_committed_groups: Iterable[str] = (),
         record_time: RecordTime | None = None,
     ) -> list[PartitionLagRow]:
-        """:meth:`rows_at_samples` for ``latest``, each group's only commit on its partition.
+        """Lag of every group in ``latest`` on each sample's partition, at the sample's time.
 
-        The streaming fold keeps just a group's latest position per partition, so no commit
-        history is indexed or searched: a commit is in effect at a sample from its time on.
-        Same rows, same order (by sample, then group id).
+        ``latest`` holds each group's only commit on its partition (the streaming fold keeps
+        just a group's latest position), so no commit history is indexed or searched: a commit
+        is in effect at a sample from its time on. Rows are ordered by sample, then group id;
+        each is what :meth:`lag` gives for that group and time.
         """
         rc = frozenset(read_committed_groups)
         by_partition: dict[TopicPartitionKey, list[CommitPoint]] = {}
@@ -296,33 +297,6 @@ class LagIndex:
                     continue
                 out.append(
                     self._row(c.group_id, c, view, c.group_id in rc, record_time, appended_at)
-                )
-        return out
-
-    def rows_at_samples(
-        self,
-        samples: Iterable[EndOffsetSample],
-        *,
-        read_committed_groups: Iterable[str] = (),
-        record_time: RecordTime | None = None,
-    ) -> list[PartitionLagRow]:
-        """Lag of every group on each sample's partition at the sample's time (streaming form)."""
-        rc = frozenset(read_committed_groups)
-        by_partition: dict[TopicPartitionKey, list[str]] = {}
-        for group_id, topic, partition in self.group_partitions():
-            by_partition.setdefault((topic, partition), []).append(group_id)
-        out: list[PartitionLagRow] = []
-        for s in sorted(samples, key=lambda s: (s.topic, s.partition, s.sampled_at)):
-            # What every group's row at this sample shares is found once per sample: a
-            # partition read by 100,000 groups gives 100,000 rows per sample.
-            view = self._view(s.topic, s.partition, s.sampled_at)
-            appended_at: dict[int, tuple[float | None, str | None]] = {}
-            for group_id in by_partition.get((s.topic, s.partition), ()):
-                commit = self.committed_as_of(group_id, s.topic, s.partition, s.sampled_at)
-                if commit is None or commit.offset is None:
-                    continue
-                out.append(
-                    self._row(group_id, commit, view, group_id in rc, record_time, appended_at)
                 )
         return out
 
