@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from offsetscope.protocol import codec
 from offsetscope.protocol.arrow_decode import (
+    binary_slices,
     DECODED_SCHEMA,
     _slow_path,
     decode_batch,
@@ -197,3 +198,25 @@ def test_tiny_batches(n: int) -> None:
         [{"partition": 0, "offset": i, "timestamp": 0, **r} for i, r in enumerate(rows)]
     )
     assert sum(b.num_rows for b in decode_batch(raw)) == n
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.binary(min_size=0, max_size=80),
+    st.lists(st.tuples(st.integers(0, 80), st.integers(-1, 40)), max_size=30),
+)
+def test_binary_slices_cut_the_buffer(blob: bytes, cuts: list[tuple[int, int]]) -> None:
+    """Every slice, null, empty, inline (<= 12 bytes) or not, and up to the buffer's last byte
+    (with no padding after it), comes out as Python's own slicing."""
+    import numpy as np
+
+    cuts = [(start, -1 if length < 0 else min(length, len(blob) - start)) for start, length in cuts]
+    cuts = [(start, length) for start, length in cuts if start <= len(blob) or length < 0]
+    starts = np.array([start if length >= 0 else 0 for start, length in cuts], dtype=np.int64)
+    lengths = np.array([length for _, length in cuts], dtype=np.int64)
+    out = binary_slices(np.frombuffer(blob, dtype=np.uint8), starts, lengths)
+    out.validate(full=True)
+    assert out.type == pa.binary()
+    assert out.to_pylist() == [
+        None if length < 0 else blob[start : start + length] for start, length in cuts
+    ]

@@ -49,7 +49,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from offsetscope.protocol.arrow_decode import binary_array
+from offsetscope.protocol.arrow_decode import binary_slices
 from offsetscope.protocol.log import (
     CorruptBatch,
     CrcMismatch,
@@ -60,7 +60,7 @@ from offsetscope.protocol.log import (
     read_offset_index,
     scan_columns,
 )
-from offsetscope.protocol.log.columnar import BATCH_HEADER_DTYPE, gather_slices
+from offsetscope.protocol.log.columnar import BATCH_HEADER_DTYPE
 from offsetscope.protocol.log.model import LOG_OVERHEAD
 
 _PREFIX: Final = struct.Struct(">qi")  # baseOffset, length; the magic byte is at 16
@@ -503,20 +503,16 @@ def _read_run(
     n = len(keep)
     if n:
         b = records.batch[keep]
-        key_offsets, key_data, key_valid = gather_slices(
-            records.buffer, records.key_start[keep], records.key_length[keep]
-        )
-        value_offsets, value_data, value_valid = gather_slices(
-            records.buffer, records.value_start[keep], records.value_length[keep]
-        )
         pdir = request.pdir
         columns = {
             "topic": pa.array([request.internal_topic] * n, pa.string()),
             "partition": pa.array(np.full(n, pdir.partition, dtype=np.int32)),
             "offset": pa.array(offsets[keep]),
             "timestamp": pa.array(records.timestamp[keep]),
-            "key": binary_array(key_offsets, key_data, key_valid),
-            "value": binary_array(value_offsets, value_data, value_valid),
+            "key": binary_slices(records.buffer, records.key_start[keep], records.key_length[keep]),
+            "value": binary_slices(
+                records.buffer, records.value_start[keep], records.value_length[keep]
+            ),
             "producer_id": pa.array(headers.producer_id[b]),
             "producer_epoch": pa.array(headers.producer_epoch[b]),
             "is_transactional": pa.array(headers.is_transactional[b]),
