@@ -15,8 +15,10 @@ failing rows to ``quality_quarantine`` instead of the table (``[quality]``), and
 raises a ``quality`` alert, never an error.
 
 Table writes of a batch run concurrently, one thread per table (``[pipeline] write_threads``),
-each MERGE in a session of its own (the idempotency confs are per session); the fold state is
-saved after all of them and the audit row last.
+each MERGE in a session of its own (the idempotency confs are per session), each behind its
+gate; the gates' Spark work overlaps too (great-expectations itself runs one suite at a time),
+and the batch's quality results are recorded once the last gate has passed, while the slower
+writes finish. The fold state is saved after all of them and the audit row last.
 
 * **Decode once**: the source rows and the decoded rows are persisted for the batch, so every
   table reads the same decoded rows; counts in = events + quarantined + unknown is checked
@@ -51,7 +53,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -252,6 +254,19 @@ class _Batch:
             self.seconds[phase] = self.seconds.get(phase, 0.0) + time.monotonic() - began
 
 
+class _Countdown:
+    """Counts events down from ``n``; :meth:`done_one` is true for exactly the last one."""
+
+    def __init__(self, n: int) -> None:
+        self._left = n
+        self._lock = threading.Lock()
+
+    def done_one(self) -> bool:
+        with self._lock:
+            self._left -= 1
+            return self._left == 0
+
+
 class IngestPipeline:
     """One ingest query's ``foreachBatch`` logic; see the module docstring.
 
@@ -302,6 +317,7 @@ class IngestPipeline:
         # the mirror takes a batch's states only once that batch saved them.
         self._states: dict[tuple[str, str], st.StateRow | None] = {}
         self._sessions: dict[str, SparkSession] = {}
+        self._sessions_lock = threading.Lock()
         self._quality_lock = threading.Lock()
         self._quality_tables_ready = False
 
@@ -407,11 +423,12 @@ class IngestPipeline:
     def _session_for(self, spark: SparkSession, logical: str) -> SparkSession:
         # Delta reads a MERGE's idempotency marker from session confs, so MERGEs that run at
         # the same time need sessions of their own (same SparkContext, own SQL conf).
-        session = self._sessions.get(logical)
-        if session is None:
-            session = spark.newSession()
-            self._sessions[logical] = session
-        return session
+        with self._sessions_lock:
+            session = self._sessions.get(logical)
+            if session is None:
+                session = spark.newSession()
+                self._sessions[logical] = session
+            return session
 
     def _execute_writes(self, b: _Batch) -> None:
         """Run the batch's table writes, tables in parallel, each table's writes in order.
@@ -419,54 +436,77 @@ class IngestPipeline:
         Writes to one table stay sequential (a MERGE and an append of the same day would
         conflict); different tables are independent Delta logs, and most of a small write's
         time is commit latency rather than CPU, so ``[pipeline] write_threads`` of them overlap.
+        Tables with a MERGE start first: they take longest (longest-first keeps the last
+        thread from starting the slowest table). The quality results of all the batch's tables
+        are recorded in one MERGE as soon as the last gate has passed, while the remaining
+        table writes run, and before this returns: the fold state is saved after both.
         """
         by_table: dict[str, list[_Write]] = defaultdict(list)
         for task in b.tasks:
             by_table[task.logical].append(task)
+        ordered = sorted(by_table.values(), key=lambda ts: not any(t.merge for t in ts))
+        gates = _Countdown(sum(1 for t in b.tasks if self._validates(t.logical)))
 
-        def run(tasks: list[_Write]) -> tuple[str, int]:
-            written = 0
-            for task in tasks:
-                session = self._session_for(b.spark, task.logical) if task.merge else b.spark
-                frame = task.frame(session)
-                if self._validates(task.logical):
-                    frame = self._quality_gate(b, frame, task.logical)
-                with b.timed(f"{'merge' if task.merge else 'write'} {task.logical}"):
-                    if task.merge:
-                        written += writes.merge(
-                            frame,
-                            self.cfg,
-                            task.logical,
-                            query_name=self.query_name,
-                            batch_id=b.batch_id,
-                            prune=task.prune,
-                            update_condition=task.update_condition,
-                        )
-                    else:
-                        writes.append(
-                            frame,
-                            self.cfg,
-                            task.logical,
-                            query_name=self.query_name,
-                            batch_id=b.batch_id,
-                        )
-                        written += task.rows
-            return tasks[0].logical, written
+        with (
+            b.timed("writes"),
+            ThreadPoolExecutor(self.cfg.pipeline.write_threads) as pool,
+            ThreadPoolExecutor(1) as results_pool,
+        ):
+            recorded: list[Future[None]] = []
 
-        with b.timed("writes"), ThreadPoolExecutor(self.cfg.pipeline.write_threads) as pool:
-            for logical, n in pool.map(run, list(by_table.values())):
+            def gate_passed() -> None:
+                if gates.done_one():
+                    recorded.append(results_pool.submit(self._record_quality, b))
+
+            for logical, n in pool.map(lambda ts: self._write_table(b, ts, gate_passed), ordered):
                 b.written[logical] = n
-        if b.quality:
-            # All tables' results of the batch in one Delta commit (a replayed batch's MERGE
-            # is skipped by its idempotency marker).
-            with b.timed("quality results"):
-                quality.record_results(
-                    self._session_for(b.spark, "quality"),
-                    self.cfg,
-                    b.quality,
-                    app_id=writes.app_id(self.query_name, "quality_results", "merge"),
-                    batch_id=b.batch_id,
-                )
+            for future in recorded:
+                future.result()
+
+    def _write_table(
+        self, b: _Batch, tasks: list[_Write], gate_passed: Callable[[], None]
+    ) -> tuple[str, int]:
+        """One table's writes of the batch, in order, each behind its quality gate."""
+        written = 0
+        for task in tasks:
+            session = self._session_for(b.spark, task.logical) if task.merge else b.spark
+            frame = task.frame(session)
+            if self._validates(task.logical):
+                frame = self._quality_gate(b, frame, task.logical)
+                gate_passed()
+            with b.timed(f"{'merge' if task.merge else 'write'} {task.logical}"):
+                if task.merge:
+                    written += writes.merge(
+                        frame,
+                        self.cfg,
+                        task.logical,
+                        query_name=self.query_name,
+                        batch_id=b.batch_id,
+                        prune=task.prune,
+                        update_condition=task.update_condition,
+                    )
+                else:
+                    writes.append(
+                        frame,
+                        self.cfg,
+                        task.logical,
+                        query_name=self.query_name,
+                        batch_id=b.batch_id,
+                    )
+                    written += task.rows
+        return tasks[0].logical, written
+
+    def _record_quality(self, b: _Batch) -> None:
+        # All tables' results of the batch in one Delta commit (a replayed batch's MERGE is
+        # skipped by its idempotency marker).
+        with b.timed("quality results"):
+            quality.record_results(
+                self._session_for(b.spark, "quality"),
+                self.cfg,
+                b.quality,
+                app_id=writes.app_id(self.query_name, "quality_results", "merge"),
+                batch_id=b.batch_id,
+            )
 
     def _validates(self, logical: str) -> bool:
         return self.cfg.quality.enabled and logical in quality_suites.TABLES
@@ -476,33 +516,32 @@ class IngestPipeline:
         failing rows go to ``quality_quarantine`` (``[quality] quarantine_failed_rows``), and the
         rest is what gets written.
 
-        Suites run one at a time: great-expectations' context is shared by the process and its
-        thread safety is not documented. The results row joins the batch's others, recorded in
-        one MERGE after the writes (:meth:`_execute_writes`) in a session of its own: the MERGE
-        sets Delta's idempotency confs, which must not leak into a table write running in
-        another thread on the batch's session.
+        Gates of different tables run in their tables' threads: the Spark work overlaps, and
+        :func:`offsetscope.quality.validate` runs great-expectations' own step one at a time.
+        The results row joins the batch's others, recorded in one MERGE after the writes
+        (:meth:`_execute_writes`) in a session of its own: the MERGE sets Delta's idempotency
+        confs, which must not leak into a table write running in another thread on the batch's
+        session.
         """
-        # Timed apart: the wait for the lock, and the gate's own work once it has it.
-        with b.timed(f"quality wait {logical}"):
-            self._quality_lock.acquire()
         with b.timed(f"quality {logical}"):
-            try:
-                return self._run_gate(b, frame, logical)
-            finally:
-                self._quality_lock.release()
-
-    def _run_gate(self, b: _Batch, frame: DataFrame, logical: str) -> DataFrame:
-        # Called with the quality lock held.
-        session = self._session_for(b.spark, "quality")
-        if not self._quality_tables_ready:
-            qtables.ensure(session, self.cfg, (qtables.QUALITY_RESULTS, qtables.QUALITY_QUARANTINE))
-            self._quality_tables_ready = True
-        good, failed, result = quality.validate(
-            frame, logical, b.batch_id, settings=self.cfg.quality, clock=self.clock
-        )
-        quality.quarantine(session, self.cfg, result, failed, query_name=self.query_name)
-        b.quality.append(result)
-        return good
+            session = self._session_for(b.spark, "quality")
+            with self._quality_lock:
+                if not self._quality_tables_ready:
+                    qtables.ensure(
+                        session, self.cfg, (qtables.QUALITY_RESULTS, qtables.QUALITY_QUARANTINE)
+                    )
+                    self._quality_tables_ready = True
+            good, failed, result = quality.validate(
+                frame, logical, b.batch_id, settings=self.cfg.quality, clock=self.clock
+            )
+            if result.failed_rows:
+                # Rare, and the session's confs are shared: one quarantine append at a time.
+                with self._quality_lock:
+                    quality.quarantine(
+                        session, self.cfg, result, failed, query_name=self.query_name
+                    )
+            b.quality.append(result)
+            return good
 
     def _bronze_and_silver(
         self, b: _Batch, raw: DataFrame, decoded: DataFrame, rows_in: int, counts: Mapping[str, int]

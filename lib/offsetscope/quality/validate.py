@@ -15,7 +15,11 @@
   are null), so it is the same however often Spark recomputes the batch, and identical rows
   (which pass or fail every check together) share it.
 * One great-expectations context per process (ephemeral, built at the first call: importing
-  great-expectations alone takes seconds), with a Spark and a pandas data source.
+  great-expectations alone takes seconds), with a Spark and a pandas data source. Its thread
+  safety is not documented, so great-expectations' own step (building the batch and running the
+  suite) runs one call at a time; the Spark work around it -- hashing the rows, collecting a
+  small batch, splitting off the failed rows -- runs in the caller's thread, so a pipeline's
+  gates on different tables overlap in Spark.
 * Engine: a batch of at most ``[quality] pandas_max_rows`` rows (the gold tables' micro-batches
   are fold outputs built on the driver anyway) is collected through Arrow -- only the columns
   the suite reads, plus ``_row`` -- and validated with great-expectations' pandas engine; larger
@@ -59,7 +63,8 @@ from offsetscope.quality.model import ExpectationResult, QualityResultRow
 ROW_ID = "_row"
 FAILED = "failed_expectations"
 
-_lock = threading.Lock()
+_lock = threading.Lock()  # builds the context once
+_gx_lock = threading.Lock()  # one great-expectations validation at a time
 _context: dict[str, Any] = {}
 
 
@@ -149,19 +154,20 @@ def _run_suite(
         ],
         ROW_ID,
     )
-    suite = suites.suite_for(table, [_in_micros(c, timestamps) for c in checks])
     # One Spark job for a small batch: fetch up to one row more than the pandas engine takes,
     # which both counts the batch and, when it fits, is the batch.
     # Through Arrow: a plain ``toPandas`` (the session does not enable Arrow conversion)
     # pickles every row -- 22 s of a 26 s collect for 1,000,000 rows, measured.
     head = frame.limit(pandas_max_rows + 1).toArrow().to_pandas()
-    if len(head) <= pandas_max_rows:
-        batch = engines["pandas"].get_batch(batch_parameters={"dataframe": head})
-        rows = len(head)
-    else:
-        batch = engines["spark"].get_batch(batch_parameters={"dataframe": frame})
-        rows = ids.count()
-    return batch.validate(suite, result_format=result_format), rows
+    small = len(head) <= pandas_max_rows
+    rows = len(head) if small else ids.count()
+    with _gx_lock:
+        suite = suites.suite_for(table, [_in_micros(c, timestamps) for c in checks])
+        if small:
+            batch = engines["pandas"].get_batch(batch_parameters={"dataframe": head})
+        else:
+            batch = engines["spark"].get_batch(batch_parameters={"dataframe": frame})
+        return batch.validate(suite, result_format=result_format), rows
 
 
 def _in_micros(check: suites.Check, timestamps: set[str]) -> suites.Check:
