@@ -23,9 +23,13 @@ Counts in equal counts out, so ``input = events + quarantined + unknown`` holds 
 Struct layouts are derived from the protocol field tables (:func:`arrow_struct`), never written a
 second time. Offset commits dominate these topics, so they take a columnar fast path: numpy over
 the Arrow binary buffers, one vectorised step per field, grouped by value version, strings built
-as Arrow arrays without Python objects. Anything the fast path does not recognise exactly (other
-record types, unusual lengths, tags other than ``topicId``, invalid UTF-8) falls back to the
-per-record reader, which produces the same row -- or an ``error`` row with path and offset.
+as Arrow arrays without Python objects. Transaction-log and classic group-metadata records are
+read column-wise as well, by walking their field tables over the batch
+(:mod:`~offsetscope.protocol.arrow_walk`); members' consumer-protocol blobs are decoded once per
+distinct pair. Anything a columnar path does not recognise exactly (other record types, unusual
+lengths, tags other than ``topicId``, long arrays, invalid UTF-8) falls back to the per-record
+reader, :func:`decode_row`, which produces the same row -- or an ``error`` row with path and
+offset -- and is the reference the columnar paths are tested against.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from __future__ import annotations
 import functools
 import struct
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
@@ -42,6 +47,7 @@ from offsetscope.protocol import codec, errors
 from offsetscope.protocol import consumer_protocol as cp
 from offsetscope.protocol import group_coordinator as gc
 from offsetscope.protocol import transaction_log as tl
+from offsetscope.protocol.arrow_walk import safe_be, slices, walk
 from offsetscope.protocol.json_format import dumps, message_json, uuid_to_kafka
 from offsetscope.protocol.records import (
     OFFSETS_TOPIC,
@@ -204,10 +210,16 @@ def decode_batch(raw: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
     n = raw.num_rows
     if n == 0:
         return
+    handled = np.zeros(n, dtype=bool)
     fast = _offset_commit_fast_path(raw)
-    handled = fast.handled if fast is not None else np.zeros(n, dtype=bool)
-    if fast is not None and handled.any():
+    if fast is not None:
+        handled |= fast.handled
         yield fast.batch
+    for spec in _WALKED_SPECS:
+        walked = _walked_path(raw, spec, ~handled)
+        if walked is not None:
+            handled |= walked.handled
+            yield walked.batch
     rest = np.flatnonzero(~handled)
     if len(rest):
         yield _slow_path(raw.take(pa.array(rest)))
@@ -444,45 +456,6 @@ def _buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return starts, lengths, data
 
 
-def _be(data: np.ndarray, pos: np.ndarray, width: int, signed: bool = True) -> np.ndarray:
-    """Big-endian integers of ``width`` bytes at positions ``pos`` (all in bounds)."""
-    if len(pos) == 0:
-        return np.zeros(0, dtype=np.int64)
-    idx = pos[:, None] + np.arange(width)
-    raw = np.ascontiguousarray(data[idx])
-    kind = "i" if signed else "u"
-    return raw.view(f">{kind}{width}").ravel().astype(np.int64)
-
-
-def _safe_be(data: np.ndarray, pos: np.ndarray, width: int, ok: np.ndarray) -> np.ndarray:
-    """Like :func:`_be` but reads 0 where ``ok`` is false (positions may be out of bounds)."""
-    safe = np.where(ok, pos, 0)
-    if len(data) < width:
-        return np.zeros(len(pos), dtype=np.int64)
-    safe = np.minimum(safe, len(data) - width)
-    return np.where(ok, _be(data, safe, width), 0)
-
-
-def _strings(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
-    """A StringArray of ``data[starts[i]:starts[i]+lengths[i]]`` without Python objects."""
-    n = len(starts)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    total = int(offsets[-1])
-    if total:
-        idx = np.arange(total, dtype=np.int64) + np.repeat(starts - offsets[:-1], lengths)
-        chunk = data[idx]
-    else:
-        chunk = np.zeros(0, dtype=np.uint8)
-    if total >= 2**31:
-        return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(chunk)).cast(
-            pa.string()
-        )
-    return pa.StringArray.from_buffers(
-        n, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(chunk)
-    )
-
-
 _B64 = np.frombuffer(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", dtype=np.uint8
 )
@@ -530,19 +503,19 @@ def _offset_commit_fast_path(raw: pa.RecordBatch) -> _FastResult | None:
 
     # Key: int16 type (0 or 1) | int16 len + group | int16 len + topic | int32 partition.
     ok = candidate & (klen >= 10)
-    ktype = _safe_be(kdata, kstart, 2, ok)
+    ktype = safe_be(kdata, kstart, 2, ok)
     ok &= (ktype == 1) | (ktype == 0)
-    glen = _safe_be(kdata, kstart + 2, 2, ok)
+    glen = safe_be(kdata, kstart + 2, 2, ok)
     ok &= glen >= 0
     tpos = kstart + 4 + glen
     ok &= tpos + 2 <= kstart + klen
-    tlen = _safe_be(kdata, tpos, 2, ok)
+    tlen = safe_be(kdata, tpos, 2, ok)
     ok &= (tlen >= 0) & (klen == 10 + glen + tlen)
-    partition = _safe_be(kdata, tpos + 2 + tlen, 4, ok)
+    partition = safe_be(kdata, tpos + 2 + tlen, 4, ok)
 
     tombstone = vlen < 0
     ok &= tombstone | (vlen >= 2)
-    version = np.where(tombstone, -1, _safe_be(vdata, vstart, 2, ok & ~tombstone))
+    version = np.where(tombstone, -1, safe_be(vdata, vstart, 2, ok & ~tombstone))
     # Type 0 (0.8.2) pairs with a v0-only value.
     ok &= tombstone | (version >= 0) & (version <= 4) & ((ktype == 1) | (version == 0))
 
@@ -566,15 +539,15 @@ def _offset_commit_fast_path(raw: pa.RecordBatch) -> _FastResult | None:
         if v == 4:
             # offset | leaderEpoch | uvarint(len+1) (single byte) | metadata | commitTs | tags
             fits = ln >= 24
-            lenbyte = _safe_be(vdata, s + 14, 1, fits) & 0xFF
+            lenbyte = safe_be(vdata, s + 14, 1, fits) & 0xFF
             fits &= (lenbyte >= 1) & (lenbyte < 0x80)
             m = lenbyte - 1
             tagpos = s + 23 + m
             fits &= tagpos < s + ln
-            ntags = _safe_be(vdata, tagpos, 1, fits) & 0xFF
+            ntags = safe_be(vdata, tagpos, 1, fits) & 0xFF
             plain = fits & (ntags == 0) & (ln == 24 + m)
             tagged = fits & (ntags == 1) & (ln == 42 + m)
-            tag_head = _safe_be(vdata, tagpos + 1, 2, tagged)
+            tag_head = safe_be(vdata, tagpos + 1, 2, tagged)
             tagged &= tag_head == 16  # tag 0, size 16: the topicId uuid
             fine = plain | tagged
             meta_start = s + 15
@@ -585,38 +558,37 @@ def _offset_commit_fast_path(raw: pa.RecordBatch) -> _FastResult | None:
         else:
             header = 14 if v == 3 else 10  # version + offset (+ leaderEpoch)
             fits = ln >= header + 2
-            m = _safe_be(vdata, s + header, 2, fits)
+            m = safe_be(vdata, s + header, 2, fits)
             tail = 16 if v == 1 else 8
             fine = fits & (m >= 0) & (ln == header + 2 + m + tail)
             meta_start = s + header + 2
             le_ok = fine & (v == 3)
             commit_pos = meta_start + m
             if v == 1:
-                expire_ts[rows] = _safe_be(vdata, commit_pos + 8, 8, fine)
+                expire_ts[rows] = safe_be(vdata, commit_pos + 8, 8, fine)
                 has_expire[rows] = fine
         good[rows] = fine
-        offset[rows] = _safe_be(vdata, s + 2, 8, fine)
+        offset[rows] = safe_be(vdata, s + 2, 8, fine)
         if v >= 3:
-            leader_epoch[rows] = _safe_be(vdata, s + 10, 4, le_ok)
+            leader_epoch[rows] = safe_be(vdata, s + 10, 4, le_ok)
             has_leader_epoch[rows] = le_ok
         mstart[rows] = meta_start
         mlen[rows] = np.where(fine, m, 0)
-        commit_ts[rows] = _safe_be(vdata, commit_pos, 8, fine)
+        commit_ts[rows] = safe_be(vdata, commit_pos, 8, fine)
 
     handled = ok & (good | tombstone)
     if not handled.any():
         return None
     idx = np.flatnonzero(handled)
     live = ~tombstone[idx]
-    group = _strings(kdata, kstart[idx] + 4, glen[idx])
-    topic = _strings(kdata, tpos[idx] + 2, tlen[idx])
-    metadata = _strings(vdata, mstart[idx], np.where(live, mlen[idx], 0))
+    group = slices(kdata, kstart[idx] + 4, glen[idx])
+    topic = slices(kdata, tpos[idx] + 2, tlen[idx])
+    metadata = slices(vdata, mstart[idx], np.where(live, mlen[idx], -1))
     for strings in (group, topic, metadata):
         try:
             strings.validate(full=True)
         except pa.ArrowInvalid:
             return None  # invalid UTF-8 somewhere: the per-record path reports it exactly
-    nulls = pa.array(~live)
 
     def masked(values: np.ndarray, present: np.ndarray, typ: pa.DataType) -> pa.Array:
         return pa.array(values, type=typ, mask=~present)
@@ -628,25 +600,170 @@ def _offset_commit_fast_path(raw: pa.RecordBatch) -> _FastResult | None:
             pa.array(partition[idx], type=pa.int32()),
             masked(offset[idx], live, pa.int64()),
             masked(leader_epoch[idx], live & has_leader_epoch[idx], pa.int32()),
-            pa.compute.if_else(nulls, pa.nulls(len(idx), pa.string()), metadata),
+            metadata,
             masked(commit_ts[idx], live, pa.int64()),
             masked(expire_ts[idx], live & has_expire[idx], pa.int64()),
             _uuid_text(vdata, uuid_pos[idx], live & has_uuid[idx]),
         ],
         fields=list(OFFSET_COMMIT_STRUCT),
     )
-    count = len(idx)
-    columns: list[pa.Array] = [raw.column(name).take(pa.array(idx)) for name in COORDINATE_COLUMNS]
-    columns += [
-        pa.array(["offset_commit"] * count, type=pa.string()),
-        pa.array(ktype[idx], type=pa.int16()),
-        masked(version[idx], live, pa.int16()),
-        nulls,
-        oc,
+    batch = _event_batch(raw, idx, "offset_commit", ktype[idx], version[idx], ~live, oc)
+    return _FastResult(handled, batch)
+
+
+def _event_batch(
+    raw: pa.RecordBatch,
+    rows: np.ndarray,
+    kind: str,
+    type_ids: np.ndarray,
+    versions: np.ndarray,
+    tombstone: np.ndarray,
+    payload: pa.Array,
+) -> pa.RecordBatch:
+    """Decoded rows for ``raw``'s ``rows``: events of ``kind`` whose struct (the column named
+    ``kind``) is ``payload``; every other payload column is null."""
+    count = len(rows)
+    columns = {name: raw.column(name).take(pa.array(rows)) for name in COORDINATE_COLUMNS}
+    columns.update(
+        {
+            "kind": pa.array([kind] * count, type=pa.string()),
+            "record_type": pa.array(type_ids, type=pa.int16()),
+            "value_version": pa.array(versions, type=pa.int16(), mask=tombstone),
+            "is_tombstone": pa.array(tombstone),
+            kind: payload,
+        }
+    )
+    arrays = [
+        columns[f.name] if f.name in columns else pa.nulls(count, f.type) for f in DECODED_SCHEMA
     ]
-    for name in DECODED_SCHEMA.names[len(columns) :]:
-        columns.append(pa.nulls(count, DECODED_SCHEMA.field(name).type))
-    return _FastResult(handled, pa.RecordBatch.from_arrays(columns, schema=DECODED_SCHEMA))
+    return pa.RecordBatch.from_arrays(arrays, schema=DECODED_SCHEMA)
+
+
+# ----------------------------------------------------------------------------- walked path
+# Transaction-log and classic group-metadata records are read column-wise too, by walking their
+# key and value field tables over the whole batch (:mod:`~offsetscope.protocol.arrow_walk`).
+
+
+@dataclass(frozen=True)
+class _Walked:
+    """A record type the walk reads: its ``kind`` (also its payload column) and ``finish``,
+    which fills in place the payload fields that are not in the tables."""
+
+    kind: str
+    topic: str
+    type_id: int
+    finish: Callable[[dict[str, pa.Array]], None]
+
+
+def _walked_path(raw: pa.RecordBatch, spec: _Walked, todo: np.ndarray) -> _FastResult | None:
+    """The records of one type among rows ``todo`` read by
+    :func:`~offsetscope.protocol.arrow_walk.walk`, grouped by value version (tombstones apart).
+    Records the walk does not read exactly stay unhandled, and so do all when a string is not
+    valid UTF-8."""
+    rt = record_type(spec.topic, spec.type_id)
+    assert rt is not None  # the specs below name known record types
+    rows = np.flatnonzero(todo)
+    control = raw.column("is_control").take(rows).to_numpy(zero_copy_only=False)
+    on_topic = pa.compute.equal(raw.column("topic").take(rows), spec.topic)
+    rows = rows[on_topic.to_numpy(zero_copy_only=False) & ~np.asarray(control, dtype=bool)]
+    kstart, klen, kdata = _buffers(raw.column("key"))
+    kstart, klen = kstart[rows], klen[rows]
+    typed = (klen >= 2) & (safe_be(kdata, kstart, 2, klen >= 2) == spec.type_id)
+    rows, kstart, klen = rows[typed], kstart[typed], klen[typed]
+    if len(rows) == 0:
+        return None
+    key = walk(kdata, kstart + 2, kstart + klen, rt.key, 0)
+    if key is None:
+        return None
+    vstart, vlen, vdata = _buffers(raw.column("value"))
+    vstart, vlen = vstart[rows], vlen[rows]
+    version = np.where(vlen >= 2, safe_be(vdata, vstart, 2, vlen >= 2), -1)
+    struct_type = DECODED_SCHEMA.field(spec.kind).type
+    parts: list[tuple[np.ndarray, int, pa.Array]] = []  # (rows of raw, value version, payload)
+    for v in (None, *rt.value.versions):
+        at = np.flatnonzero(key.ok & (vlen < 0 if v is None else version == v))
+        if len(at) == 0:
+            continue
+        value = None
+        taken = at  # rows of the key walk
+        if v is not None:
+            value = walk(vdata, vstart[at] + 2, vstart[at] + vlen[at], rt.value, v)
+            if value is None:
+                continue
+            mine = np.flatnonzero(value.ok)  # rows of the value walk
+            taken = at[mine]
+        if len(taken) == 0:
+            continue
+        arrays = {}
+        for f in struct_type:
+            if f.name in key.columns:
+                arrays[f.name] = key.array(f.name, taken, f.type)
+            elif value is not None:
+                arrays[f.name] = value.array(f.name, mine, f.type)
+            else:
+                arrays[f.name] = pa.nulls(len(taken), f.type)
+        spec.finish(arrays)
+        payload = pa.StructArray.from_arrays(list(arrays.values()), fields=list(struct_type))
+        parts.append((rows[taken], -1 if v is None else v, payload))
+    if not parts:
+        return None
+    payload = pa.concat_arrays([p for _, _, p in parts])
+    try:
+        payload.validate(full=True)
+    except pa.ArrowInvalid:
+        return None  # invalid UTF-8 somewhere: the per-record path reports it exactly
+    idx = np.concatenate([r for r, _, _ in parts])
+    versions = np.concatenate([np.full(len(r), v) for r, v, _ in parts])
+    handled = np.zeros(raw.num_rows, dtype=bool)
+    handled[idx] = True
+    type_ids = np.full(len(idx), spec.type_id)
+    batch = _event_batch(raw, idx, spec.kind, type_ids, versions, versions < 0, payload)
+    return _FastResult(handled, batch)
+
+
+_STATUS_NAMES = pa.array([tl.status_name(code) for code in range(-128, 128)])
+
+
+def _finish_transaction(arrays: dict[str, pa.Array]) -> None:
+    status = arrays["transaction_status"].cast(pa.int32())
+    arrays["transaction_status_name"] = _STATUS_NAMES.take(pa.compute.add(status, 128))
+
+
+def _finish_group_metadata(arrays: dict[str, pa.Array]) -> None:
+    """Members' consumer-protocol fields (for groups of protocol type ``consumer``), decoded
+    once per distinct (subscription, assignment) pair by :func:`_decoded_blobs`."""
+    members = arrays["members"]
+    if members.null_count == len(members):
+        return  # tombstones
+    structs = members.values
+    consumer = pa.compute.equal(arrays["protocol_type"], cp.PROTOCOL_TYPE)
+    counts = np.diff(members.offsets.to_numpy())
+    of_consumer = np.repeat(consumer.to_numpy(zero_copy_only=False), counts)
+    sub = structs.field("subscription").dictionary_encode()
+    asg = structs.field("assignment").dictionary_encode()
+    pair = sub.indices.to_numpy() * len(asg.dictionary) + asg.indices.to_numpy()
+    distinct, which = np.unique(np.where(of_consumer, pair, -1), return_inverse=True)
+    subs, asgs = sub.dictionary.to_pylist(), asg.dictionary.to_pylist()
+    n_asg = len(asgs)
+    # -1 (first if present): a member of a non-consumer group, whose extras are all null.
+    decoded = [
+        {} if p < 0 else _decoded_blobs(subs[p // n_asg], asgs[p % n_asg])
+        for p in distinct.tolist()
+    ]
+    extras = pa.array(decoded, type=pa.struct(MEMBER_EXTRAS)).take(pa.array(which.ravel()))
+    base = [structs.field(f.name) for f in structs.type if f not in MEMBER_EXTRAS]
+    merged = pa.StructArray.from_arrays(
+        [*base, *extras.flatten()], fields=list(members.type.value_type)
+    )
+    arrays["members"] = pa.ListArray.from_arrays(
+        members.offsets, merged, type=members.type, mask=members.is_null()
+    )
+
+
+_WALKED_SPECS = (
+    _Walked("transaction_log", TRANSACTION_TOPIC, 0, _finish_transaction),
+    _Walked("group_metadata", OFFSETS_TOPIC, 2, _finish_group_metadata),
+)
 
 
 def raw_batch(rows: Sequence[dict[str, Any]]) -> pa.RecordBatch:
