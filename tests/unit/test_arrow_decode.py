@@ -23,11 +23,10 @@ from offsetscope.protocol.arrow_decode import (
     _snake,
     _walked_path,
     arrow_field_type,
-    binary_slices,
     decode_batch,
     raw_batch,
 )
-from offsetscope.protocol.arrow_walk import MAX_ELEMENTS, walk
+from offsetscope.protocol.arrow_walk import MAX_ELEMENTS, slices, walk
 from offsetscope.protocol.errors import DecodeError, InvalidStringError
 from offsetscope.protocol.registry import record_type
 from offsetscope.protocol.schema import UNKNOWN_TAGS, Field, Message
@@ -222,22 +221,24 @@ def test_tiny_batches(n: int) -> None:
 @given(
     st.binary(min_size=0, max_size=80),
     st.lists(st.tuples(st.integers(0, 80), st.integers(-1, 40)), max_size=30),
+    st.sampled_from([pa.binary(), pa.string()]),
 )
-def test_binary_slices_cut_the_buffer(blob: bytes, cuts: list[tuple[int, int]]) -> None:
+def test_slices_cut_the_buffer(
+    blob: bytes, cuts: list[tuple[int, int]], typ: pa.DataType
+) -> None:
     """Every slice, null, empty, inline (<= 12 bytes) or not, and up to the buffer's last byte
-    (with no padding after it), comes out as Python's own slicing."""
+    (with no padding after it), comes out as Python's own slicing, as binary or as string."""
     import numpy as np
 
     cuts = [(start, -1 if length < 0 else min(length, len(blob) - start)) for start, length in cuts]
     cuts = [(start, length) for start, length in cuts if start <= len(blob) or length < 0]
     starts = np.array([start if length >= 0 else 0 for start, length in cuts], dtype=np.int64)
     lengths = np.array([length for _, length in cuts], dtype=np.int64)
-    out = binary_slices(np.frombuffer(blob, dtype=np.uint8), starts, lengths)
-    out.validate(full=True)
-    assert out.type == pa.binary()
-    assert out.to_pylist() == [
-        None if length < 0 else blob[start : start + length] for start, length in cuts
-    ]
+    out = slices(np.frombuffer(blob, dtype=np.uint8), starts, lengths, typ)
+    assert out.type == typ
+    expected = [None if length < 0 else blob[start : start + length] for start, length in cuts]
+    assert out.cast(pa.binary()).to_pylist() == expected
+    pa.Array.from_buffers(pa.binary(), len(out), out.buffers()).validate(full=True)
 
 
 # ----------------------------------------------------------------------------- walked records

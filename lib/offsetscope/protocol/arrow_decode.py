@@ -802,69 +802,11 @@ def raw_batch_from_columns(chunk: Any, topic: str, partition: int = 0) -> pa.Rec
         "partition": pa.array(np.full(n, partition, dtype=np.int32)),
         "offset": pa.array(records.offset, pa.int64()),
         "timestamp": pa.array(records.timestamp, pa.int64()),
-        "key": binary_slices(records.buffer, records.key_start, records.key_length),
-        "value": binary_slices(records.buffer, records.value_start, records.value_length),
+        "key": slices(records.buffer, records.key_start, records.key_length, pa.binary()),
+        "value": slices(records.buffer, records.value_start, records.value_length, pa.binary()),
         "producer_id": pa.array(headers.producer_id[b], pa.int64()),
         "producer_epoch": pa.array(headers.producer_epoch[b], pa.int16()),
         "is_transactional": pa.array(headers.is_transactional[b], pa.bool_()),
         "is_control": pa.array(headers.is_control[b], pa.bool_()),
     }
     return pa.RecordBatch.from_arrays([columns[f.name] for f in RAW_SCHEMA], schema=RAW_SCHEMA)
-
-
-_INLINE: Final = 12  # Arrow's binary view keeps values of up to 12 bytes inside the view
-
-
-def binary_slices(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
-    """A binary array of ``buffer[starts[i]:starts[i] + lengths[i]]`` (length -1 = null).
-
-    The slices are scattered through a log buffer (each record's key and value sit between
-    its varints), so they are first described as Arrow binary *views* -- 16 bytes per value:
-    ``int32 length`` then either the value itself (up to 12 bytes, zero-padded) or ``4-byte
-    prefix | int32 buffer index | int32 offset`` -- which numpy fills with a few gathers per
-    value rather than one per byte, and Arrow's cast then copies the bytes out in C++.
-    """
-    n = len(starts)
-    valid = lengths >= 0
-    length = np.where(valid, lengths, 0)
-    if len(buffer) >= 2**31:
-        return _gathered_binary(buffer, starts, lengths)
-    short = np.flatnonzero((length > 0) & (length <= _INLINE))
-    # Unaligned little-endian words at every byte position: ``words[p]`` is bytes p..p+3.
-    # Reads for short values go up to 12 bytes from their start, so pad when that could pass
-    # the end (scanned log buffers already end in zero padding).
-    reach = int(starts[short].max()) + _INLINE if len(short) else 4
-    if reach > len(buffer):
-        buffer = np.concatenate((buffer, np.zeros(reach - len(buffer), dtype=np.uint8)))
-    words = np.ndarray((len(buffer) - 3,), dtype="<u4", buffer=buffer, strides=(1,))
-    views = np.zeros((n, 4), dtype="<u4")
-    views[:, 0] = length
-    present = np.flatnonzero(length > 0)
-    views[present, 1] = words[starts[present]]  # the prefix, or the first inline bytes
-    views[:, 3] = np.where(length > _INLINE, starts, 0)  # buffer 0 at this offset
-    if len(short):
-        inline = views.view(np.uint8)[:, 4:]
-        at = starts[short]
-        for k in (4, 8):
-            inline[short, k : k + 4] = words[at + k].view(np.uint8).reshape(-1, 4)
-        # The bytes past a short value's length are zero, as the format requires.
-        inline[short] *= np.arange(_INLINE) < length[short, None]
-    validity = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    view_array = pa.Array.from_buffers(
-        pa.binary_view(), n, [validity, pa.py_buffer(views), pa.py_buffer(buffer)]
-    )
-    return view_array.cast(pa.binary())
-
-
-def _gathered_binary(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
-    """:func:`binary_slices` by copying every byte: for buffers a view's int32 offset cannot
-    address (a scanned chunk is a few MiB, so in practice never)."""
-    from offsetscope.protocol.log.columnar import gather_slices
-
-    offsets, data, valid = gather_slices(buffer, starts, lengths)
-    validity = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.Array.from_buffers(
-        pa.large_binary(),
-        len(valid),
-        [validity, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(data))],
-    ).cast(pa.binary())

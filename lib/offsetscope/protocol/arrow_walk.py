@@ -63,31 +63,69 @@ def safe_be(
 _STRING: Final = pa.string()
 
 
+_INLINE: Final = 12  # Arrow's binary view keeps values of up to 12 bytes inside the view
+
+
 def slices(
     data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, typ: pa.DataType = _STRING
 ) -> pa.Array:
     """A string (or binary) array of ``data[starts[i]:starts[i]+lengths[i]]``, null where the
-    length is negative, without Python objects. Strings are not checked for valid UTF-8."""
+    length is negative, without Python objects. Strings are not checked for valid UTF-8.
+
+    The slices are scattered through ``data`` (a log buffer, or a column's bytes), so they are
+    first described as Arrow binary *views* -- 16 bytes per value: ``int32 length`` then either
+    the value itself (up to 12 bytes, zero-padded) or ``4-byte prefix | int32 buffer index |
+    int32 offset`` -- which numpy fills with a few gathers per value rather than one per byte;
+    Arrow's cast then copies the bytes out in C++.
+    """
     n = len(starts)
     valid = lengths >= 0
-    lengths = np.where(valid, lengths, 0)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    total = int(offsets[-1])
-    if total:
-        idx = np.arange(total, dtype=np.int64) + np.repeat(starts - offsets[:-1], lengths)
-        chunk = data[idx]
-    else:
-        chunk = np.zeros(0, dtype=np.uint8)
+    length = np.where(valid, lengths, 0)
+    if len(data) >= 2**31 or int(length.sum()) >= 2**31:
+        return _gathered(data, starts, length, valid, typ)
+    short = np.flatnonzero((length > 0) & (length <= _INLINE))
+    # Unaligned little-endian words at every byte position: ``words[p]`` is bytes p..p+3.
+    # Reads for short values go up to 12 bytes from their start, so pad when that could pass
+    # the end (scanned log buffers already end in zero padding).
+    reach = int(starts[short].max()) + _INLINE if len(short) else 4
+    if reach > len(data):
+        data = np.concatenate((data, np.zeros(reach - len(data), dtype=np.uint8)))
+    words = np.ndarray((len(data) - 3,), dtype="<u4", buffer=data, strides=(1,))
+    views = np.zeros((n, 4), dtype="<u4")
+    views[:, 0] = length
+    present = np.flatnonzero(length > 0)
+    views[present, 1] = words[starts[present]]  # the prefix, or the first inline bytes
+    views[:, 3] = np.where(length > _INLINE, starts, 0)  # buffer 0 at this offset
+    if len(short):
+        inline = views.view(np.uint8)[:, 4:]
+        at = starts[short]
+        for k in (4, 8):
+            inline[short, k : k + 4] = words[at + k].view(np.uint8).reshape(-1, 4)
+        # The bytes past a short value's length are zero, as the format requires.
+        inline[short] *= np.arange(_INLINE) < length[short, None]
     bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    if total >= 2**31:
-        large = pa.large_binary() if typ == pa.binary() else pa.large_string()
-        return pa.Array.from_buffers(
-            large, n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(chunk)]
-        ).cast(typ)
-    return pa.Array.from_buffers(
-        typ, n, [bitmap, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(chunk)]
+    view_array = pa.Array.from_buffers(
+        pa.binary_view(), n, [bitmap, pa.py_buffer(views), pa.py_buffer(data)]
     )
+    # Binary and string share a layout: the view to ``typ`` copies nothing and checks nothing.
+    return view_array.cast(pa.binary()).view(typ)
+
+
+def _gathered(
+    data: np.ndarray, starts: np.ndarray, length: np.ndarray, valid: np.ndarray, typ: pa.DataType
+) -> pa.Array:
+    """:func:`slices` by copying every byte with numpy, for what a view's int32 offsets or a
+    binary array's int32 offsets cannot address (more than 2 GiB)."""
+    n = len(starts)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(length, out=offsets[1:])
+    total = int(offsets[-1])
+    idx = np.arange(total, dtype=np.int64) + np.repeat(starts - offsets[:-1], length)
+    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    large = pa.large_binary() if typ == pa.binary() else pa.large_string()
+    return pa.Array.from_buffers(
+        large, n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data[idx])]
+    ).cast(typ)
 
 
 def _within(counts: np.ndarray) -> np.ndarray:

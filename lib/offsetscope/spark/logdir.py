@@ -49,7 +49,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from offsetscope.protocol.arrow_decode import binary_slices
+from offsetscope.protocol.arrow_walk import slices
 from offsetscope.protocol.log import (
     CorruptBatch,
     CrcMismatch,
@@ -509,9 +509,11 @@ def _read_run(
             "partition": pa.array(np.full(n, pdir.partition, dtype=np.int32)),
             "offset": pa.array(offsets[keep]),
             "timestamp": pa.array(records.timestamp[keep]),
-            "key": binary_slices(records.buffer, records.key_start[keep], records.key_length[keep]),
-            "value": binary_slices(
-                records.buffer, records.value_start[keep], records.value_length[keep]
+            "key": slices(
+                records.buffer, records.key_start[keep], records.key_length[keep], pa.binary()
+            ),
+            "value": slices(
+                records.buffer, records.value_start[keep], records.value_length[keep], pa.binary()
             ),
             "producer_id": pa.array(headers.producer_id[b]),
             "producer_epoch": pa.array(headers.producer_epoch[b]),
