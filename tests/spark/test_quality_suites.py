@@ -8,6 +8,7 @@ import json
 import uuid
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
@@ -18,7 +19,14 @@ from offsetscope.coordinator.clock import VirtualClock
 from offsetscope.history.rows import EndOffsetSample, GenerationMember, GenerationRow
 from offsetscope.pipelines import writes
 from offsetscope.quality import tables as qtables
-from offsetscope.quality.validate import FAILED, ROW_ID, record, validate, with_row_ids
+from offsetscope.quality.validate import (
+    FAILED,
+    ROW_ID,
+    record,
+    validate,
+    validate_table,
+    with_row_ids,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -236,3 +244,43 @@ def test_timestamps_outside_pandas_range_are_flagged_not_fatal(spark: SparkSessi
         assert [r["partition"] for r in good.select("partition").collect()] == [0]
         assert sorted(r["partition"] for r in failed.select("partition").collect()) == [1, 2]
         assert result.failed_expectations == ("plausible_time:sampled_at",)
+
+
+@pytest.mark.parametrize(
+    ("logical", "rows"),
+    [
+        ("group_generations", [*CLEAN, *(r for r, _ in PLANTED.values()), *DUPLICATES]),
+        ("group_generations", CLEAN),
+        (
+            "end_offsets",
+            [
+                EndOffsetSample("orders", 0, 0, 100, 100, T),
+                EndOffsetSample("orders", 1, 50, 40, -1, T),
+                EndOffsetSample("orders", 1, 50, 40, -1, T),
+                EndOffsetSample("orders", 2, 0, 100, 100, writes.MIN_TIMESTAMP_MS),
+                EndOffsetSample("orders", 3, 0, 100, 100, writes.MAX_TIMESTAMP_MS),
+            ],
+        ),
+    ],
+)
+def test_rows_on_the_driver_are_gated_as_the_dataframe_is(
+    spark: SparkSession, logical: str, rows: list[Any]
+) -> None:
+    """validate_table (fold outputs as Arrow, no Spark job) keeps and fails the same rows, with
+    the same results row, as validate on the DataFrame of the same rows."""
+    table = writes.rows_table(logical, rows)
+    good_t, failed_t, result_t = validate_table(table, logical, 3, clock=NOW)
+    good_d, failed_d, result_d = validate(
+        writes.table_frame(spark, logical, table), logical, 3, clock=NOW
+    )
+
+    def rows_of(t: pa.Table, schema: pa.Schema) -> list[str]:
+        # Spark hands back its own types (timestamps in microseconds): compare as the table's.
+        plain = t.select(schema.names).cast(schema).to_pylist()
+        return sorted(json.dumps(r, sort_keys=True, default=str) for r in plain)
+
+    failed_schema = failed_t.schema
+    assert rows_of(good_t, table.schema) == rows_of(good_d.toArrow(), table.schema)
+    assert rows_of(failed_t, failed_schema) == rows_of(failed_d.toArrow(), failed_schema)
+    assert dataclasses.replace(result_t, seconds=0) == dataclasses.replace(result_d, seconds=0)
+    assert good_t.schema == table.schema

@@ -14,7 +14,8 @@ Write modes:
 * ``merge``: rows are upserts on the natural key (``WHEN MATCHED UPDATE SET * WHEN NOT MATCHED
   INSERT *``); a fold re-emits a row when it learns more, and within one batch only the last
   version of a key is emitted (:func:`materialize` does the same for any row list);
-* ``append``: rows are never updated (``end_offsets`` samples).
+* ``append``: rows are never updated (``end_offsets`` samples, ``partition_lag`` at each
+  sample).
 """
 
 from __future__ import annotations
@@ -420,6 +421,9 @@ PARTITION_LAG = Table(
     ),
     key=("group_id", "topic", "partition", "as_of"),
     partition_by=("as_of_date",),
+    # New keys only: a partition's lag is measured at each end-offset sample newer than the
+    # last one its state holds, once per group -- so appended, like end_offsets, not MERGEd.
+    write_mode="append",
     change_data_feed=False,
 )
 

@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -219,11 +220,16 @@ def with_timestamps(rows_ms: DataFrame) -> DataFrame:
 
 @dataclass(frozen=True, slots=True)
 class _Write:
-    """One table write of a batch, run by :meth:`IngestPipeline._execute_writes`."""
+    """One table write of a batch, run by :meth:`IngestPipeline._execute_writes`.
+
+    ``source`` is a DataFrame of the batch, or rows built on the driver (fold outputs) as Arrow
+    with the table's written columns: those are gated without a Spark job and become a
+    DataFrame in the session that writes them.
+    """
 
     logical: str
     merge: bool
-    frame: Callable[[SparkSession], DataFrame]
+    source: DataFrame | pa.Table
     rows: int
     prune: tuple[str, ...] = ()
     update_condition: str | None = None
@@ -417,8 +423,8 @@ class IngestPipeline:
             .collect()
         )
 
-    def _append(self, b: _Batch, df: DataFrame, logical: str, rows: int) -> None:
-        b.tasks.append(_Write(logical, False, lambda _: df, rows))
+    def _append(self, b: _Batch, source: DataFrame | pa.Table, logical: str, rows: int) -> None:
+        b.tasks.append(_Write(logical, False, source, rows))
 
     def _session_for(self, spark: SparkSession, logical: str) -> SparkSession:
         # Delta reads a MERGE's idempotency marker from session confs, so MERGEs that run at
@@ -470,9 +476,15 @@ class IngestPipeline:
         written = 0
         for task in tasks:
             session = self._session_for(b.spark, task.logical) if task.merge else b.spark
-            frame = task.frame(session)
-            if self._validates(task.logical):
-                frame = self._quality_gate(b, frame, task.logical)
+            gated = self._validates(task.logical)
+            if isinstance(task.source, pa.Table):
+                rows = (
+                    self._quality_gate_rows(b, task.source, task.logical) if gated else task.source
+                )
+                frame = writes.table_frame(session, task.logical, rows)
+            else:
+                frame = self._quality_gate(b, task.source, task.logical) if gated else task.source
+            if gated:
                 gate_passed()
             with b.timed(f"{'merge' if task.merge else 'write'} {task.logical}"):
                 if task.merge:
@@ -524,24 +536,43 @@ class IngestPipeline:
         session.
         """
         with b.timed(f"quality {logical}"):
-            session = self._session_for(b.spark, "quality")
-            with self._quality_lock:
-                if not self._quality_tables_ready:
-                    qtables.ensure(
-                        session, self.cfg, (qtables.QUALITY_RESULTS, qtables.QUALITY_QUARANTINE)
-                    )
-                    self._quality_tables_ready = True
             good, failed, result = quality.validate(
                 frame, logical, b.batch_id, settings=self.cfg.quality, clock=self.clock
             )
-            if result.failed_rows:
-                # Rare, and the session's confs are shared: one quarantine append at a time.
-                with self._quality_lock:
-                    quality.quarantine(
-                        session, self.cfg, result, failed, query_name=self.query_name
-                    )
-            b.quality.append(result)
+            self._keep_quality(b, result, lambda _: failed)
             return good
+
+    def _quality_gate_rows(self, b: _Batch, rows: pa.Table, logical: str) -> pa.Table:
+        """:meth:`_quality_gate` for rows built on the driver: validated as they are
+        (:func:`offsetscope.quality.validate.validate_table`), no Spark job unless rows fail."""
+        with b.timed(f"quality {logical}"):
+            good, failed, result = quality.validate_table(
+                rows, logical, b.batch_id, settings=self.cfg.quality, clock=self.clock
+            )
+            ddl = f"{catalogue.spec(logical).written_ddl()}, `{quality.FAILED}` array<string>"
+            self._keep_quality(b, result, lambda session: session.createDataFrame(failed, ddl))
+            return good
+
+    def _keep_quality(
+        self,
+        b: _Batch,
+        result: QualityResultRow,
+        failed: Callable[[SparkSession], DataFrame],
+    ) -> None:
+        """Quarantine a gate's failed rows (rare) and keep its results row for the batch."""
+        session = self._session_for(b.spark, "quality")
+        # The session's confs are shared: one quarantine append at a time.
+        with self._quality_lock:
+            if not self._quality_tables_ready:
+                qtables.ensure(
+                    session, self.cfg, (qtables.QUALITY_RESULTS, qtables.QUALITY_QUARANTINE)
+                )
+                self._quality_tables_ready = True
+            if result.failed_rows:
+                quality.quarantine(
+                    session, self.cfg, result, failed(session), query_name=self.query_name
+                )
+        b.quality.append(result)
 
     def _bronze_and_silver(
         self, b: _Batch, raw: DataFrame, decoded: DataFrame, rows_in: int, counts: Mapping[str, int]
@@ -790,7 +821,7 @@ class IngestPipeline:
             _Write(
                 logical,
                 True,
-                lambda session: writes.rows_frame(session, logical, rows),
+                writes.rows_table(logical, rows),
                 len(rows),
                 tuple(p for p in prune if p is not None),
             )
@@ -863,11 +894,17 @@ class IngestPipeline:
         if new_samples:
             self._append(
                 b,
-                writes.rows_frame(b.spark, "end_offsets", new_samples),
+                writes.rows_table("end_offsets", new_samples),
                 "end_offsets",
                 len(new_samples),
             )
-        self._merge_rows(b, "partition_lag", lag_rows, prune_dates=True)
+        if lag_rows:
+            self._append(
+                b,
+                writes.rows_table("partition_lag", lag_rows),
+                "partition_lag",
+                len(lag_rows),
+            )
 
     # ------------------------------------------------------------------ audit
 

@@ -151,21 +151,36 @@ def merge(
 
 def rows_frame(spark: SparkSession, logical: str, rows: Sequence[Any]) -> DataFrame:
     """A DataFrame of fold output rows (``history.rows`` dataclasses) with the table's schema."""
-    spec = catalogue.spec(logical)
-    records = [history.as_record(r) for r in rows]
-    return records_frame(spark, logical, records) if records else _empty(spark, spec)
+    return table_frame(spark, logical, rows_table(logical, rows))
+
+
+def rows_table(logical: str, rows: Sequence[Any]) -> pa.Table:
+    """Fold output rows (``history.rows`` dataclasses) as Arrow with the table's schema."""
+    return records_table(logical, [history.as_record(r) for r in rows])
 
 
 def records_frame(
     spark: SparkSession, logical: str, records: Sequence[Mapping[str, Any]]
 ) -> DataFrame:
     """A DataFrame of plain records (column name -> value; timestamps as epoch ms)."""
-    spec = catalogue.spec(logical)
-    schema = catalogue.arrow_schema(spec)
+    return table_frame(spark, logical, records_table(logical, records))
+
+
+def records_table(logical: str, records: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """Plain records (column name -> value; timestamps as epoch ms) as Arrow with the table's
+    schema, timestamps outside Spark's range nulled or clamped (see the module docstring)."""
+    schema = catalogue.arrow_schema(catalogue.spec(logical))
     timed = [f for f in schema if _has_timestamp(f.type)]
     if timed:
         records = [_with_timestamps_in_range(r, timed) for r in records]
-    table = pa.Table.from_pylist(list(records), schema=schema)
+    return pa.Table.from_pylist(list(records), schema=schema)
+
+
+def table_frame(spark: SparkSession, logical: str, table: pa.Table) -> DataFrame:
+    """A DataFrame of an Arrow table of the table's written columns (:func:`records_table`)."""
+    spec = catalogue.spec(logical)
+    if table.num_rows == 0:
+        return _empty(spark, spec)
     df: DataFrame = spark.createDataFrame(table, schema=spec.written_ddl())
     return df
 

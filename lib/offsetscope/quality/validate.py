@@ -41,8 +41,10 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -129,17 +131,21 @@ def _bounds(settings: QualityConfig, now_ms: int) -> tuple[dt.datetime, dt.datet
     return earliest, latest
 
 
+_RESULT_FORMAT: Final = {
+    "result_format": "COMPLETE",
+    "unexpected_index_column_names": [ROW_ID],
+    "return_unexpected_index_query": False,
+}
+
+
+def _suite_columns(checks: Sequence[suites.Check]) -> list[str]:
+    return sorted({c for check in checks for c in check.columns})
+
+
 def _run_suite(
     df: DataFrame, table: str, checks: tuple[suites.Check, ...], pandas_max_rows: int
 ) -> tuple[Any, int]:
     ids = with_row_ids(df)
-    columns = sorted({c for check in checks for c in check.columns})
-    engines = _batch_definitions()
-    result_format = {
-        "result_format": "COMPLETE",
-        "unexpected_index_column_names": [ROW_ID],
-        "return_unexpected_index_query": False,
-    }
     # Timestamps travel as epoch microseconds, their bounds likewise: pandas holds datetimes as
     # datetime64[ns] (years 1677-2262) and great-expectations' Spark engine turns unexpected
     # values into Python datetimes (years 1-9999 in UTC only), so a corrupt record's timestamp
@@ -150,7 +156,7 @@ def _run_suite(
     frame = ids.select(
         *[
             F.unix_micros(F.col(f"`{c}`")).alias(c) if c in timestamps else F.col(f"`{c}`")
-            for c in columns
+            for c in _suite_columns(checks)
         ],
         ROW_ID,
     )
@@ -159,15 +165,22 @@ def _run_suite(
     # Through Arrow: a plain ``toPandas`` (the session does not enable Arrow conversion)
     # pickles every row -- 22 s of a 26 s collect for 1,000,000 rows, measured.
     head = frame.limit(pandas_max_rows + 1).toArrow().to_pandas()
-    small = len(head) <= pandas_max_rows
-    rows = len(head) if small else ids.count()
+    if len(head) <= pandas_max_rows:
+        return _evaluate("pandas", head, table, checks, timestamps), len(head)
+    rows = ids.count()
+    return _evaluate("spark", frame, table, checks, timestamps), rows
+
+
+def _evaluate(
+    engine: str, batch: Any, table: str, checks: Sequence[suites.Check], timestamps: set[str]
+) -> Any:
+    """great-expectations' own step, one call at a time: the suite on a pandas or Spark frame
+    of the checked columns (timestamps as epoch microseconds) plus ``_row``."""
+    engines = _batch_definitions()
     with _gx_lock:
         suite = suites.suite_for(table, [_in_micros(c, timestamps) for c in checks])
-        if small:
-            batch = engines["pandas"].get_batch(batch_parameters={"dataframe": head})
-        else:
-            batch = engines["spark"].get_batch(batch_parameters={"dataframe": frame})
-        return batch.validate(suite, result_format=result_format), rows
+        gx_batch = engines[engine].get_batch(batch_parameters={"dataframe": batch})
+        return gx_batch.validate(suite, result_format=_RESULT_FORMAT)
 
 
 def _in_micros(check: suites.Check, timestamps: set[str]) -> suites.Check:
@@ -220,7 +233,61 @@ def validate(
     checks = suites.checks_for(table, *_bounds(settings, now))
     limit = settings.pandas_max_rows if pandas_max_rows is None else pandas_max_rows
     result, rows = _run_suite(df, table, checks, limit)
+    failing, expectations = _outcome(result, checks)
+    good, failed = _split(df, failing, quarantine=settings.quarantine_failed_rows)
+    row = _result_row(table, batch_id, rows, _count_rows(df, failing), expectations, now, started)
+    return good, failed, row
 
+
+def validate_table(
+    rows: pa.Table,
+    table: str,
+    batch_id: int,
+    *,
+    settings: QualityConfig | None = None,
+    clock: Clock | None = None,
+) -> tuple[pa.Table, pa.Table, QualityResultRow]:
+    """:func:`validate` for rows already on the driver (fold outputs, as Arrow with the table's
+    written columns): the same suite on great-expectations' pandas engine, whatever the number
+    of rows, with no Spark job -- ``_row`` is the row's position, and the split is a filter.
+
+    Returns:
+        ``good`` (the rows no expectation named; all rows when ``quarantine_failed_rows`` is
+        off), ``failed`` (the named rows plus ``failed_expectations``) and the results row.
+    """
+    settings = settings or QualityConfig()
+    clock = clock or SystemClock()
+    started = time.monotonic()
+    now = clock.now_ms()
+    checks = suites.checks_for(table, *_bounds(settings, now))
+    timestamps = {f.name for f in rows.schema if pa.types.is_timestamp(f.type)}
+    columns = {
+        c: _micros_array(rows.column(c)) if c in timestamps else rows.column(c)
+        for c in _suite_columns(checks)
+    }
+    columns[ROW_ID] = pa.array(np.arange(rows.num_rows, dtype=np.int64))
+    frame = pa.table(columns).to_pandas()
+    failing, expectations = _outcome(_evaluate("pandas", frame, table, checks, timestamps), checks)
+    named = np.zeros(rows.num_rows, dtype=bool)
+    named[list(failing)] = True
+    order = sorted(failing)
+    failed = rows.take(pa.array(order, pa.int64())).append_column(
+        FAILED, pa.array([sorted(failing[i]) for i in order], pa.list_(pa.string()))
+    )
+    good = rows.filter(pa.array(~named)) if settings.quarantine_failed_rows else rows
+    row = _result_row(table, batch_id, rows.num_rows, len(failing), expectations, now, started)
+    return good, failed, row
+
+
+def _micros_array(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A timestamp column as epoch microseconds (int64), as Spark's ``unix_micros`` gives."""
+    return column.cast(pa.timestamp("us", column.type.tz)).cast(pa.int64())
+
+
+def _outcome(
+    result: Any, checks: Sequence[suites.Check]
+) -> tuple[dict[int, set[str]], list[ExpectationResult]]:
+    """The ``_row`` ids each check named, and each check's result, in the suite's order."""
     failing: dict[int, set[str]] = defaultdict(set)
     expectations: list[ExpectationResult] = []
     by_name = {c.name: c for c in checks}
@@ -241,22 +308,31 @@ def validate(
             )
         )
     expectations.sort(key=lambda e: [c.name for c in checks].index(e.name))
-    failed_names = tuple(e.name for e in expectations if not e.success)
+    return failing, expectations
 
-    good, failed = _split(df, failing, quarantine=settings.quarantine_failed_rows)
-    row = QualityResultRow(
+
+def _result_row(
+    table: str,
+    batch_id: int,
+    rows: int,
+    failed_rows: int,
+    expectations: list[ExpectationResult],
+    now: int,
+    started: float,
+) -> QualityResultRow:
+    failed_names = tuple(e.name for e in expectations if not e.success)
+    return QualityResultRow(
         table_name=table,
         batch_id=batch_id,
         suite=f"{table}_suite",
         success=not failed_names,
         evaluated_rows=rows,
-        failed_rows=_count_rows(df, failing),
+        failed_rows=failed_rows,
         expectations=tuple(expectations),
         failed_expectations=failed_names,
         validated_at=now,
         seconds=time.monotonic() - started,
     )
-    return good, failed, row
 
 
 def _count_rows(df: DataFrame, failing: dict[int, set[str]]) -> int:
