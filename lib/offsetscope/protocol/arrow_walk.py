@@ -64,6 +64,10 @@ _STRING: Final = pa.string()
 
 
 _INLINE: Final = 12  # Arrow's binary view keeps values of up to 12 bytes inside the view
+# Below this many bytes per value on average, copying byte by byte is cheaper than describing
+# each value as a view (measured: 1,000,000 values of 10 bytes 0.20 s gathered, 0.25 s as
+# views; of 30 bytes 0.50 s gathered, 0.05 s as views).
+_VIEW_MIN_MEAN: Final = 16
 
 
 def slices(
@@ -72,38 +76,34 @@ def slices(
     """A string (or binary) array of ``data[starts[i]:starts[i]+lengths[i]]``, null where the
     length is negative, without Python objects. Strings are not checked for valid UTF-8.
 
-    The slices are scattered through ``data`` (a log buffer, or a column's bytes), so they are
-    first described as Arrow binary *views* -- 16 bytes per value: ``int32 length`` then either
-    the value itself (up to 12 bytes, zero-padded) or ``4-byte prefix | int32 buffer index |
-    int32 offset`` -- which numpy fills with a few gathers per value rather than one per byte;
-    Arrow's cast then copies the bytes out in C++.
+    Short values are copied byte by byte with numpy. Longer ones, scattered through ``data`` (a
+    log buffer, or a column's bytes), are first described as Arrow binary *views* -- 16 bytes
+    per value: ``int32 length`` then either the value itself (up to 12 bytes, zero-padded) or
+    ``4-byte prefix | int32 buffer index | int32 offset`` -- which numpy fills with a few
+    gathers per value, and Arrow's cast then copies the bytes out in C++.
     """
     n = len(starts)
     valid = lengths >= 0
     length = np.where(valid, lengths, 0)
-    if len(data) >= 2**31 or int(length.sum()) >= 2**31:
-        return _gathered(data, starts, length, valid, typ)
-    short = np.flatnonzero((length > 0) & (length <= _INLINE))
-    # Unaligned little-endian words at every byte position: ``words[p]`` is bytes p..p+3.
-    # Reads for short values go up to 12 bytes from their start, so pad when that could pass
-    # the end (scanned log buffers already end in zero padding).
-    reach = int(starts[short].max()) + _INLINE if len(short) else 4
-    if reach > len(data):
-        data = np.concatenate((data, np.zeros(reach - len(data), dtype=np.uint8)))
-    words = np.ndarray((len(data) - 3,), dtype="<u4", buffer=data, strides=(1,))
+    total = int(length.sum())
+    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    if total < _VIEW_MIN_MEAN * n or len(data) >= 2**31 or total >= 2**31:
+        return _gathered(data, starts, length, total, bitmap, typ)
     views = np.zeros((n, 4), dtype="<u4")
     views[:, 0] = length
-    present = np.flatnonzero(length > 0)
-    views[present, 1] = words[starts[present]]  # the prefix, or the first inline bytes
-    views[:, 3] = np.where(length > _INLINE, starts, 0)  # buffer 0 at this offset
+    long = np.flatnonzero(length > _INLINE)
+    # Unaligned little-endian words at every byte position: ``words[p]`` is bytes p..p+3 (a
+    # long value has more than 4 bytes, so its prefix is in bounds).
+    words = np.ndarray((max(len(data) - 3, 0),), dtype="<u4", buffer=data, strides=(1,))
+    views[long, 1] = words[starts[long]]
+    views[long, 3] = starts[long]  # buffer 0 at this offset
+    short = np.flatnonzero((length > 0) & (length <= _INLINE))
     if len(short):
-        inline = views.view(np.uint8)[:, 4:]
-        at = starts[short]
-        for k in (4, 8):
-            inline[short, k : k + 4] = words[at + k].view(np.uint8).reshape(-1, 4)
-        # The bytes past a short value's length are zero, as the format requires.
-        inline[short] *= np.arange(_INLINE) < length[short, None]
-    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+        # The value itself, zero past its length as the format requires (and never read past
+        # the end of ``data``).
+        span = starts[short, None] + np.arange(_INLINE)
+        inside = np.arange(_INLINE) < length[short, None]
+        views.view(np.uint8)[short, 4:] = np.where(inside, data[np.minimum(span, len(data) - 1)], 0)
     view_array = pa.Array.from_buffers(
         pa.binary_view(), n, [bitmap, pa.py_buffer(views), pa.py_buffer(data)]
     )
@@ -112,20 +112,29 @@ def slices(
 
 
 def _gathered(
-    data: np.ndarray, starts: np.ndarray, length: np.ndarray, valid: np.ndarray, typ: pa.DataType
+    data: np.ndarray,
+    starts: np.ndarray,
+    length: np.ndarray,
+    total: int,
+    bitmap: pa.Buffer | None,
+    typ: pa.DataType,
 ) -> pa.Array:
-    """:func:`slices` by copying every byte with numpy, for what a view's int32 offsets or a
-    binary array's int32 offsets cannot address (more than 2 GiB)."""
+    """:func:`slices` by copying every byte with numpy (64-bit offsets past 2 GiB)."""
     n = len(starts)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(length, out=offsets[1:])
-    total = int(offsets[-1])
-    idx = np.arange(total, dtype=np.int64) + np.repeat(starts - offsets[:-1], length)
-    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    large = pa.large_binary() if typ == pa.binary() else pa.large_string()
+    if total:
+        chunk = data[np.arange(total, dtype=np.int64) + np.repeat(starts - offsets[:-1], length)]
+    else:
+        chunk = np.zeros(0, dtype=np.uint8)
+    if total >= 2**31:
+        large = pa.large_binary() if typ == pa.binary() else pa.large_string()
+        return pa.Array.from_buffers(
+            large, n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(chunk)]
+        ).cast(typ)
     return pa.Array.from_buffers(
-        large, n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data[idx])]
-    ).cast(typ)
+        typ, n, [bitmap, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(chunk)]
+    )
 
 
 def _within(counts: np.ndarray) -> np.ndarray:
