@@ -530,10 +530,10 @@ class IngestPipeline:
 
         Gates of different tables run in their tables' threads: the Spark work overlaps, and
         :func:`offsetscope.quality.validate` runs great-expectations' own step one at a time.
-        The results row joins the batch's others, recorded in one MERGE after the writes
-        (:meth:`_execute_writes`) in a session of its own: the MERGE sets Delta's idempotency
-        confs, which must not leak into a table write running in another thread on the batch's
-        session.
+        The results row joins the batch's others, recorded in one MERGE once every gate of the
+        batch has passed (:meth:`_execute_writes`), in a session of its own: the MERGE sets
+        Delta's idempotency confs, which must not leak into a table write running in another
+        thread on the batch's session.
         """
         with b.timed(f"quality {logical}"):
             good, failed, result = quality.validate(
