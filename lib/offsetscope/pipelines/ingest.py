@@ -222,14 +222,16 @@ def with_timestamps(rows_ms: DataFrame) -> DataFrame:
 class _Write:
     """One table write of a batch, run by :meth:`IngestPipeline._execute_writes`.
 
-    ``source`` is a DataFrame of the batch, or rows built on the driver (fold outputs) as Arrow
-    with the table's written columns: those are gated without a Spark job and become a
-    DataFrame in the session that writes them.
+    ``source`` is a DataFrame of the batch, or rows built on the driver (fold outputs) given as
+    a function that makes them an Arrow table of the table's written columns: it runs in the
+    writing thread (converting large fold outputs overlaps the other tables' Delta work), the
+    gate checks the table without a Spark job, and it becomes a DataFrame in the session that
+    writes it.
     """
 
     logical: str
     merge: bool
-    source: DataFrame | pa.Table
+    source: DataFrame | Callable[[], pa.Table]
     rows: int
     prune: tuple[str, ...] = ()
     update_condition: str | None = None
@@ -423,7 +425,9 @@ class IngestPipeline:
             .collect()
         )
 
-    def _append(self, b: _Batch, source: DataFrame | pa.Table, logical: str, rows: int) -> None:
+    def _append(
+        self, b: _Batch, source: DataFrame | Callable[[], pa.Table], logical: str, rows: int
+    ) -> None:
         b.tasks.append(_Write(logical, False, source, rows))
 
     def _session_for(self, spark: SparkSession, logical: str) -> SparkSession:
@@ -477,13 +481,13 @@ class IngestPipeline:
         for task in tasks:
             session = self._session_for(b.spark, task.logical) if task.merge else b.spark
             gated = self._validates(task.logical)
-            if isinstance(task.source, pa.Table):
-                rows = (
-                    self._quality_gate_rows(b, task.source, task.logical) if gated else task.source
-                )
-                frame = writes.table_frame(session, task.logical, rows)
-            else:
+            if isinstance(task.source, DataFrame):
                 frame = self._quality_gate(b, task.source, task.logical) if gated else task.source
+            else:
+                rows = task.source()
+                if gated:
+                    rows = self._quality_gate_rows(b, rows, task.logical)
+                frame = writes.table_frame(session, task.logical, rows)
             if gated:
                 gate_passed()
             with b.timed(f"{'merge' if task.merge else 'write'} {task.logical}"):
@@ -821,7 +825,7 @@ class IngestPipeline:
             _Write(
                 logical,
                 True,
-                writes.rows_table(logical, rows),
+                lambda: writes.rows_table(logical, rows),
                 len(rows),
                 tuple(p for p in prune if p is not None),
             )
@@ -894,14 +898,14 @@ class IngestPipeline:
         if new_samples:
             self._append(
                 b,
-                writes.rows_table("end_offsets", new_samples),
+                lambda: writes.rows_table("end_offsets", new_samples),
                 "end_offsets",
                 len(new_samples),
             )
         if lag_rows:
             self._append(
                 b,
-                writes.rows_table("partition_lag", lag_rows),
+                lambda: writes.rows_table("partition_lag", lag_rows),
                 "partition_lag",
                 len(lag_rows),
             )
