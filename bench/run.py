@@ -87,9 +87,9 @@ LIMITS: dict[str, str] = {
     ),
     "cli_vs_dumplog_ratio": (
         "2.21x (paired runs: 2.23, 2.09, 2.21; target 2x: met): offsetscope's CLI 166,851 "
-        "records/s against DumpLogSegments 77,108 (medians),whole processes on one pinned core, "
-        "outputs compared line for line first (1,282,797 lines identical). The previous session "
-        "measured 2.06x (157,012 against 75,263). The CLI decodes through the same "
+        "records/s against DumpLogSegments 77,108 (medians), whole processes on one pinned "
+        "core, outputs compared line for line first (1,282,797 lines identical). The previous "
+        "session measured 2.06x (157,012 against 75,263). The CLI decodes through the same "
         "`decode_batch`, so tonight's column-wise path for transaction-log and GroupMetadata "
         "records and the binary views apply to it too, but most of its time is writing Kafka's "
         "text: what is left (profiles of the offsets file, previous session) is Arrow's string "
