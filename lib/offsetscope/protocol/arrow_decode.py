@@ -38,7 +38,7 @@ import functools
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
