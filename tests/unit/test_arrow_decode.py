@@ -223,9 +223,7 @@ def test_tiny_batches(n: int) -> None:
     st.lists(st.tuples(st.integers(0, 80), st.integers(-1, 40)), max_size=30),
     st.sampled_from([pa.binary(), pa.string()]),
 )
-def test_slices_cut_the_buffer(
-    blob: bytes, cuts: list[tuple[int, int]], typ: pa.DataType
-) -> None:
+def test_slices_cut_the_buffer(blob: bytes, cuts: list[tuple[int, int]], typ: pa.DataType) -> None:
     """Every slice, null, empty, inline (<= 12 bytes) or not, and up to the buffer's last byte
     (with no padding after it), comes out as Python's own slicing, as binary or as string."""
     import numpy as np
