@@ -25,6 +25,7 @@ from offsetscope.quality.validate import (
     record,
     validate,
     validate_table,
+    warm_up,
     with_row_ids,
 )
 
@@ -284,3 +285,16 @@ def test_rows_on_the_driver_are_gated_as_the_dataframe_is(
     assert rows_of(failed_t, failed_schema) == rows_of(failed_d.toArrow(), failed_schema)
     assert dataclasses.replace(result_t, seconds=0) == dataclasses.replace(result_d, seconds=0)
     assert good_t.schema == table.schema
+
+
+def test_warm_up_builds_the_context_the_gates_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    from offsetscope.quality import validate as module
+
+    monkeypatch.setattr(module, "_context", {})  # as in a fresh process
+    thread = warm_up()
+    thread.join(timeout=120)
+    assert not thread.is_alive()
+    built = dict(module._context)
+    assert set(built) == {"context", "spark", "pandas"}
+    # the gates use it as it is: nothing is built a second time
+    assert module._batch_definitions()["pandas"] is built["pandas"]

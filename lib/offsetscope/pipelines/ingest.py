@@ -1035,6 +1035,8 @@ def start(
         The running query and its pipeline (which keeps the batch reports).
     """
     name = query_name or cfg.pipeline.query_name
+    if cfg.quality.enabled:
+        quality.warm_up()  # the first batch's gates would each wait seconds for the import
     catalogue.ensure_tables(spark, cfg)
     pipe = pipeline or IngestPipeline(cfg, query_name=name, progress=progress, log_dir=log_dir)
     if pipe.kind == sources.KAFKA:

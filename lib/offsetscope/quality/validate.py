@@ -93,6 +93,20 @@ def _batch_definitions() -> dict[str, Any]:
         return _context
 
 
+def warm_up() -> threading.Thread:
+    """Build the process's great-expectations context in a background thread and return it.
+
+    Importing great-expectations and setting up its context takes seconds (about 7 s of each
+    gate of a query's first micro-batch on this project's 2-core machine, all of them waiting
+    for it); a query starts this when it starts, so the import overlaps the table checks and
+    the stream's start. A failure is not hidden: the thread's exception is reported by
+    ``threading.excepthook``, and the first gate builds the context again and raises it.
+    """
+    thread = threading.Thread(target=_batch_definitions, name="offsetscope-gx-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
 def with_row_ids(df: DataFrame) -> DataFrame:
     """``df`` plus ``_row``: a hash of each row's content (stable across recomputation).
 
