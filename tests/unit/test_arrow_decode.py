@@ -249,8 +249,9 @@ def _walked(rows: list[dict]) -> list[bool]:
     """Which rows the walked paths read (the rest go to the per-record path)."""
     raw = _raw(rows)
     handled = np.zeros(raw.num_rows, dtype=bool)
+    keys, values = _buffers(raw.column("key")), _buffers(raw.column("value"))
     for spec in _WALKED_SPECS:
-        result = _walked_path(raw, spec, ~handled)
+        result = _walked_path(raw, spec, ~handled, keys, values)
         if result is not None:
             handled |= result.handled
     return handled.tolist()

@@ -211,12 +211,14 @@ def decode_batch(raw: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
     if n == 0:
         return
     handled = np.zeros(n, dtype=bool)
-    fast = _offset_commit_fast_path(raw)
+    # Every columnar path reads the keys and values through the same buffers.
+    keys, values = _buffers(raw.column("key")), _buffers(raw.column("value"))
+    fast = _offset_commit_fast_path(raw, keys, values)
     if fast is not None:
         handled |= fast.handled
         yield fast.batch
     for spec in _WALKED_SPECS:
-        walked = _walked_path(raw, spec, ~handled)
+        walked = _walked_path(raw, spec, ~handled, keys, values)
         if walked is not None:
             handled |= walked.handled
             yield walked.batch
@@ -440,7 +442,11 @@ class _FastResult:
         self.batch = batch
 
 
-def _buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+# (starts, lengths, data) of a binary column's values; nulls have length -1.
+_Bytes = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _buffers(arr: pa.Array) -> _Bytes:
     """(starts, lengths, data) of a binary array; nulls have length -1."""
     if pa.types.is_large_binary(arr.type):
         arr = arr.cast(pa.binary())
@@ -490,7 +496,9 @@ def _uuid_text(data: np.ndarray, starts: np.ndarray, present: np.ndarray) -> pa.
     )
 
 
-def _offset_commit_fast_path(raw: pa.RecordBatch) -> _FastResult | None:
+def _offset_commit_fast_path(
+    raw: pa.RecordBatch, keys: _Bytes, values: _Bytes
+) -> _FastResult | None:
     n = raw.num_rows
     topics = raw.column("topic")
     is_offsets = pa.compute.equal(topics, OFFSETS_TOPIC).to_numpy(zero_copy_only=False)
@@ -498,8 +506,8 @@ def _offset_commit_fast_path(raw: pa.RecordBatch) -> _FastResult | None:
     candidate = is_offsets & ~np.asarray(control, dtype=bool)
     if not candidate.any():
         return None
-    kstart, klen, kdata = _buffers(raw.column("key"))
-    vstart, vlen, vdata = _buffers(raw.column("value"))
+    kstart, klen, kdata = keys
+    vstart, vlen, vdata = values
 
     # Key: int16 type (0 or 1) | int16 len + group | int16 len + topic | int32 partition.
     ok = candidate & (klen >= 10)
@@ -655,7 +663,9 @@ class _Walked:
     finish: Callable[[dict[str, pa.Array]], None]
 
 
-def _walked_path(raw: pa.RecordBatch, spec: _Walked, todo: np.ndarray) -> _FastResult | None:
+def _walked_path(
+    raw: pa.RecordBatch, spec: _Walked, todo: np.ndarray, keys: _Bytes, values: _Bytes
+) -> _FastResult | None:
     """The records of one type among rows ``todo`` read by
     :func:`~offsetscope.protocol.arrow_walk.walk`, grouped by value version (tombstones apart).
     Records the walk does not read exactly stay unhandled, and so do all when a string is not
@@ -666,7 +676,7 @@ def _walked_path(raw: pa.RecordBatch, spec: _Walked, todo: np.ndarray) -> _FastR
     control = raw.column("is_control").take(rows).to_numpy(zero_copy_only=False)
     on_topic = pa.compute.equal(raw.column("topic").take(rows), spec.topic)
     rows = rows[on_topic.to_numpy(zero_copy_only=False) & ~np.asarray(control, dtype=bool)]
-    kstart, klen, kdata = _buffers(raw.column("key"))
+    kstart, klen, kdata = keys
     kstart, klen = kstart[rows], klen[rows]
     typed = (klen >= 2) & (safe_be(kdata, kstart, 2, klen >= 2) == spec.type_id)
     rows, kstart, klen = rows[typed], kstart[typed], klen[typed]
@@ -675,7 +685,7 @@ def _walked_path(raw: pa.RecordBatch, spec: _Walked, todo: np.ndarray) -> _FastR
     key = walk(kdata, kstart + 2, kstart + klen, rt.key, 0)
     if key is None:
         return None
-    vstart, vlen, vdata = _buffers(raw.column("value"))
+    vstart, vlen, vdata = values
     vstart, vlen = vstart[rows], vlen[rows]
     version = np.where(vlen >= 2, safe_be(vdata, vstart, 2, vlen >= 2), -1)
     struct_type = DECODED_SCHEMA.field(spec.kind).type
