@@ -28,6 +28,7 @@ from typing import Final
 import numpy as np
 import pyarrow as pa
 
+from offsetscope.protocol.log.columnar import gather_slices
 from offsetscope.protocol.schema import Field, Message
 
 # A record with a longer array of structs is read per record: the walk takes one step per
@@ -61,8 +62,6 @@ def safe_be(
 
 
 _STRING: Final = pa.string()
-
-
 _INLINE: Final = 12  # Arrow's binary view keeps values of up to 12 bytes inside the view
 # Below this many bytes per value on average, copying byte by byte is cheaper than describing
 # each value as a view (measured: 1,000,000 values of 10 bytes 0.20 s gathered, 0.25 s as
@@ -88,7 +87,7 @@ def slices(
     total = int(length.sum())
     bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
     if total < _VIEW_MIN_MEAN * n or len(data) >= 2**31 or total >= 2**31:
-        return _gathered(data, starts, length, total, bitmap, typ)
+        return _gathered(data, starts, length, bitmap, typ)
     views = np.zeros((n, 4), dtype="<u4")
     views[:, 0] = length
     long = np.flatnonzero(length > _INLINE)
@@ -115,19 +114,14 @@ def _gathered(
     data: np.ndarray,
     starts: np.ndarray,
     length: np.ndarray,
-    total: int,
     bitmap: pa.Buffer | None,
     typ: pa.DataType,
 ) -> pa.Array:
-    """:func:`slices` by copying every byte with numpy (64-bit offsets past 2 GiB)."""
+    """:func:`slices` by copying every byte (:func:`~offsetscope.protocol.log.columnar.gather_slices`),
+    with 64-bit offsets past 2 GiB."""
     n = len(starts)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(length, out=offsets[1:])
-    if total:
-        chunk = data[np.arange(total, dtype=np.int64) + np.repeat(starts - offsets[:-1], length)]
-    else:
-        chunk = np.zeros(0, dtype=np.uint8)
-    if total >= 2**31:
+    offsets, chunk, _ = gather_slices(data, starts, length)  # nulls are in ``bitmap``
+    if int(offsets[-1]) >= 2**31:
         large = pa.large_binary() if typ == pa.binary() else pa.large_string()
         return pa.Array.from_buffers(
             large, n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(chunk)]
