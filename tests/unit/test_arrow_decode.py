@@ -313,20 +313,25 @@ transaction_values = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=80, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.text(max_size=40), st.sampled_from([None, 0, 1]), transaction_values),
-        min_size=1,
-        max_size=12,
-    )
-)
-def test_generated_transaction_log_match(records: list) -> None:
+def _generated(names: st.SearchStrategy, versions: list, values: st.SearchStrategy, most: int):
+    """Lists of (key name, value version -- None for a tombstone --, value) of one record type."""
+    return st.lists(st.tuples(names, st.sampled_from(versions), values), min_size=1, max_size=most)
+
+
+def _all_walked_and_matching(topic: str, type_id: int, key_field: str, records: list) -> None:
+    """Every generated record is read by the walked path, and reads as the per-record path."""
     rows = [
-        _record(TXN, 0, {"transactionalId": tid}, value, version) for tid, version, value in records
+        _record(topic, type_id, {key_field: name}, value, version)
+        for name, version, value in records
     ]
     assert all(_walked(rows))
     _decode(rows)
+
+
+@settings(max_examples=80, deadline=None)
+@given(_generated(st.text(max_size=40), [None, 0, 1], transaction_values, 12))
+def test_generated_transaction_log_match(records: list) -> None:
+    _all_walked_and_matching(TXN, 0, "transactionalId", records)
 
 
 _SUBSCRIPTIONS = [
@@ -378,19 +383,9 @@ group_values = st.fixed_dictionaries(
 
 
 @settings(max_examples=80, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.text(max_size=20), st.sampled_from([None, 0, 1, 2, 3, 4]), group_values),
-        min_size=1,
-        max_size=8,
-    )
-)
+@given(_generated(st.text(max_size=20), [None, 0, 1, 2, 3, 4], group_values, 8))
 def test_generated_group_metadata_match(records: list) -> None:
-    rows = [
-        _record(OFFSETS, 2, {"group": group}, value, version) for group, version, value in records
-    ]
-    assert all(_walked(rows))
-    _decode(rows)
+    _all_walked_and_matching(OFFSETS, 2, "group", records)
 
 
 def test_golden_walked_records_are_walked() -> None:
