@@ -26,7 +26,9 @@
   batches run on its Spark engine, where each metric is a Spark job. Measured on this project's
   2-core machine: 6 expectations over 1,000 rows, ~0.2-0.4 s with pandas and 5-9 s with Spark;
   the offset_commits suite over 1,000,000 rows, about 4.5 s with pandas (1.3 s of it the
-  collect) and 14.5 s with Spark on a cached frame.
+  collect) and 14.5 s with Spark on a cached frame. Rows that are on the driver already (fold
+  outputs as Arrow) skip Spark altogether: :func:`validate_table` runs the same suite on the
+  pandas engine, ``_row`` being the row's position, and splits them with a filter.
 * A failing suite is data, not an error: it is in the results row (and raises a ``quality``
   alert, :mod:`offsetscope.alerts.rules`), its rows go to quarantine; an expectation that raised
   inside great-expectations counts as failed with its error in the results. Spark failures
