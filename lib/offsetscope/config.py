@@ -258,6 +258,11 @@ class PipelineConfig:
     # Sample the data topics' end offsets (AdminClient or data-topic segments) every micro-batch
     # and rebuild partition_lag for the partitions committed in it.
     sample_end_offsets: bool = True
+    # Lag at its own cadence: at most one end-offset sample (end_offsets row, partition_lag
+    # rows) per partition and interval of sample time, the intervals aligned to the epoch as
+    # Spark aligns processing-time triggers; unset: every micro-batch. Commits, groups and
+    # positions stay per batch; only how often lag is materialised changes.
+    lag_interval: str | None = None
     # Consumer groups that read with isolation.level=read_committed: their lag is measured
     # against the last stable offset (Kafka's log does not say how a group reads).
     read_committed_groups: tuple[str, ...] = ()
@@ -274,6 +279,11 @@ class PipelineConfig:
             raise InvalidConfigError("query_name", f"{self.query_name!r} is not a plain name")
         if self.write_threads < 1:
             raise InvalidConfigError("write_threads", "must be at least 1")
+        _check_durations(self, "lag_interval")
+
+    @property
+    def lag_interval_ms(self) -> int | None:
+        return None if self.lag_interval is None else duration_ms(self.lag_interval)
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,3 +99,31 @@ def test_segment_sampler_reads_the_exact_time_of_the_first_unconsumed_record(
             assert sampler.record_time("orders", partition, offset) == expected, offset
     assert markers, "the workload writes transaction markers into the data topic"
     assert sampler.record_time("no-such-topic", 0, 0) is None
+
+
+def test_samples_are_kept_once_per_interval_aligned_to_the_epoch() -> None:
+    # Every sample newer than the last one, without an interval.
+    assert lag.sample_due(T0 + 1, T0, None)
+    assert not lag.sample_due(T0, T0, None)
+    assert lag.sample_due(T0, None, 30_000)
+    # 30 s intervals from the epoch: T0 is 1,700,000,000,000 ms = 56,666,666 intervals + 20 s.
+    assert not lag.sample_due(T0 + 9_999, T0, 30_000)  # same interval
+    assert lag.sample_due(T0 + 10_000, T0, 30_000)  # the next interval starts
+    # A batch every 30 s whose sample lands a little earlier or later each time still keeps
+    # one sample per batch (a "last + 30 s" rule would skip the early ones).
+    start = (T0 // 30_000 + 1) * 30_000
+    times = [start + 30_000 * i + jitter for i, jitter in enumerate([900, 400, 1_800, 50, 1_200])]
+    kept, last = [], None
+    for at in times:
+        if lag.sample_due(at, last, 30_000):
+            kept.append(at)
+            last = at
+    assert kept == times
+    # Batches every 10 s with a 30 s interval: one sample in three.
+    times = [start + 10_000 * i + 500 for i in range(9)]
+    kept, last = [], None
+    for at in times:
+        if lag.sample_due(at, last, 30_000):
+            kept.append(at)
+            last = at
+    assert kept == times[::3]

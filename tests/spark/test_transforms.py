@@ -28,7 +28,7 @@ from pyspark.sql.types import (
 )
 
 from offsetscope import config
-from offsetscope.pipelines import ingest
+from offsetscope.pipelines import ingest, writes
 from offsetscope.pipelines.synthetic import SyntheticLog, Workload
 from offsetscope.protocol import encode_record, make_record
 from offsetscope.protocol.consumer_protocol import encode_assignment, encode_subscription
@@ -306,9 +306,9 @@ def test_quarantine_rows_carry_bytes_coordinates_error_and_disposition(
 def test_offset_commit_rows_of_plain_commits_are_committed_as_read(
     spark: SparkSession, sample: DataFrame
 ) -> None:
-    rows = ingest.with_timestamps(
-        ingest.commit_rows_ms(dec.decode(sample), read_committed_source=False)
-    )
+    # As the pipeline writes them: collected through Arrow, typed on the driver.
+    collected = ingest.commit_rows_ms(dec.decode(sample), read_committed_source=False).toArrow()
+    rows = writes.table_frame(spark, "offset_commits", writes.ms_table("offset_commits", collected))
     assert rows.columns == [c.name for c in catalogue.spec("offset_commits").written_columns]
     expected_schema = StructType(
         [

@@ -44,6 +44,8 @@ def test_environment_overlays_base(tmp_path: Path) -> None:
         ('[sources]\nkind = "ftp"\n', "sources.kind"),
         ('[sources.kafka]\nisolation_level = "dirty"\n', "sources.kafka.isolation_level"),
         ("[spark]\nshuffle_partitions = true\n", "spark.shuffle_partitions"),
+        ('[pipeline]\nlag_interval = "often"\n', "pipeline.lag_interval"),
+        ('[pipeline]\nlag_interval = "0s"\n', "pipeline.lag_interval"),
         ('storage = "flat"\n', "storage"),
     ],
 )

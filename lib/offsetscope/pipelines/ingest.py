@@ -99,9 +99,6 @@ _LIGHT = (
     "kind IN ('group_metadata', 'consumer_group', 'transaction_log', 'control') "
     "OR (kind = 'offset_commit' AND is_transactional)"
 )
-_MS_COLUMNS = tuple(
-    c.name for c in catalogue.spec("offset_commits").written_columns if c.type == "timestamp"
-)
 _GROUP_TABLES = (
     ("generations", "group_generations"),
     ("transitions", "group_state_transitions"),
@@ -168,7 +165,8 @@ def bronze_frame(raw: DataFrame, batch_id: int, ingested_at_ms: int) -> DataFram
 def commit_rows_ms(
     decoded: DataFrame, *, read_committed_source: bool, transactional: bool = False
 ) -> DataFrame:
-    """``offset_commits`` rows of the offset commits committed as read (timestamps in epoch ms).
+    """``offset_commits`` rows of the offset commits committed as read (timestamps in epoch ms;
+    :func:`offsetscope.pipelines.writes.ms_table` gives them the table's types on the driver).
 
     Args:
         decoded: decoded rows.
@@ -201,17 +199,6 @@ def commit_rows_ms(
         "`timestamp` AS resolved_at",
         f"CASE WHEN is_tombstone THEN 'tombstone' ELSE '{how}' END AS resolved_by",
         "`timestamp` AS effective_at",
-    )
-
-
-def with_timestamps(rows_ms: DataFrame) -> DataFrame:
-    """Epoch-ms columns of ``offset_commits`` -> Spark timestamps (the table's types); values
-    outside Spark's range (a corrupt commit timestamp) become NULL."""
-    return rows_ms.select(
-        *[
-            writes.millis_to_timestamp(F.col(c)).alias(c) if c in _MS_COLUMNS else F.col(f"`{c}`")
-            for c in commits.COLUMNS
-        ]
     )
 
 
@@ -642,9 +629,11 @@ class IngestPipeline:
         )
         summary: dict[str, list[OffsetCommitRow]] = {}
         positions: list[tuple[str, int, lagmod.Position]] = []
+        plain: pa.Table | None = None
         if plain_ms is not None:
             with b.timed("commit summary"):
-                summary, positions = _commit_summary(plain_ms, tombstones)
+                plain = _collect_commits(plain_ms)
+                summary, positions = commits.summarize(plain, tombstones)
         offsets_partitions = (
             sorted({int(s["partition"]) for s in stats if s["topic"] == OFFSETS_TOPIC})
             if self.markers_visible
@@ -667,11 +656,16 @@ class IngestPipeline:
             txn_commit_rows = self._fold_offsets(
                 b, decoded, by_partition, offsets_partitions, loaded
             )
-        if plain_ms is not None:
+        if plain is not None:
             # Commits outside transactions are final as read and their key (record partition
             # and offset) is new by construction: an idempotent append, whose cost does not
-            # grow with the table (a MERGE would scan the day's partition every batch).
-            self._append(b, with_timestamps(plain_ms), "offset_commits", counts["offset_commit"])
+            # grow with the table (a MERGE would scan the day's partition every batch). Their
+            # rows are on the driver already (the summary's collect): gated and written from
+            # there rather than computed a second time from the decoded rows by a Spark job.
+            rows = plain
+            self._append(
+                b, lambda: writes.ms_table("offset_commits", rows), "offset_commits", rows.num_rows
+            )
         if txn_commit_rows:
             self._merge_rows(b, "offset_commits", txn_commit_rows, prune_dates=True)
 
@@ -877,7 +871,11 @@ class IngestPipeline:
             hist_row = more.get((st.SAMPLES, key))
             history = lagmod.samples_from_json(tp[0], tp[1], hist_row.state if hist_row else None)
             last_at = history[-1].sampled_at if history else None
-            fresh = [s for s in by_tp.get(tp, ()) if last_at is None or s.sampled_at > last_at]
+            fresh = [
+                s
+                for s in by_tp.get(tp, ())
+                if lagmod.sample_due(s.sampled_at, last_at, self.cfg.pipeline.lag_interval_ms)
+            ]
             if not fresh:
                 continue
             new_samples.extend(fresh)
@@ -967,14 +965,11 @@ class IngestPipeline:
         )
 
 
-def _commit_summary(
-    plain_ms: DataFrame, tombstones: Mapping[str, int]
-) -> tuple[dict[str, list[OffsetCommitRow]], list[tuple[str, int, lagmod.Position]]]:
-    """The group fold's commits and the lag positions (:func:`commits.summarize`), from the
-    batch's plain commits collected to the driver through Arrow (the columns of
-    ``offset_commits``: about 150 bytes a commit)."""
-    table = plain_ms.select(*[f"`{c}`" for c in commits.COLUMNS]).toArrow()
-    return commits.summarize(table, tombstones)
+def _collect_commits(plain_ms: DataFrame) -> pa.Table:
+    """The batch's plain commits on the driver through Arrow (the columns of ``offset_commits``,
+    timestamps in epoch ms: about 150 bytes a commit): the summary reads them, and they are
+    the rows the ``offset_commits`` append writes."""
+    return plain_ms.select(*[f"`{c}`" for c in commits.COLUMNS]).toArrow()
 
 
 def _source_key(s: Any) -> str:

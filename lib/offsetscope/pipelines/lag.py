@@ -1,5 +1,11 @@
 """End offsets and lag, per micro-batch: sample the data partitions, then measure every group.
 
+How often lag is materialised is its own setting (``[pipeline] lag_interval``, default every
+micro-batch): a sample is kept only in a later epoch-aligned interval than the partition's last
+one (:func:`sample_due`), so a 10 s trigger can keep commits and groups 10 s fresh while
+``end_offsets`` and ``partition_lag`` are written, say, every 30 s -- two Delta commits fewer in
+two batches of three.
+
 Samplers (one per source kind) return ``end_offsets`` rows for the data topics the groups
 commit on:
 
@@ -181,6 +187,20 @@ def positions_to_json(positions: Mapping[str, Position]) -> str:
         {g: [p.offset, p.at, p.record_offset] for g, p in sorted(positions.items())},
         separators=(",", ":"),
     )
+
+
+def sample_due(at: int, last_at: int | None, interval_ms: int | None) -> bool:
+    """Whether a sample taken at ``at`` is kept after the partition's last one (``last_at``):
+    it must be newer and, with an interval, fall in a later interval counted from the epoch.
+    Epoch-aligned intervals, not ``last_at + interval``: Spark fires processing-time triggers
+    on multiples of their interval, so with a trigger as long as the interval every batch
+    lands in an interval of its own, where a sample a few milliseconds early would otherwise
+    be skipped and leave a gap of two."""
+    if last_at is None:
+        return True
+    if at <= last_at:
+        return False
+    return interval_ms is None or at // interval_ms > last_at // interval_ms
 
 
 def samples_from_json(topic: str, partition: int, text: str | None) -> list[EndOffsetSample]:

@@ -17,8 +17,8 @@ Rows built on the driver (fold outputs) become DataFrames through Arrow with the
 schema (:func:`offsetscope.spark.tables.arrow_schema`). Timestamps are epoch milliseconds from
 record fields, which a corrupt or hostile record can set to anything an int64 holds; Spark's
 timestamps cover the years 1 to 9999 only, so values outside that range are stored as NULL
-(:func:`millis_to_timestamp` in Spark SQL, :func:`records_frame` for driver rows), or, in a NOT
-NULL column, as the nearest end of the range (0001-01-01 / 9999-12-31, values no real record
+(:func:`records_table` for driver rows, :func:`ms_table` for driver columns), or, in a NOT NULL
+column, as the nearest end of the range (0001-01-01 / 9999-12-31, values no real record
 carries) -- the raw bytes stay in ``raw_records`` -- rather than failing the batch with an
 overflow or a NOT NULL violation. Errors are not caught here: a failed write fails the batch
 and the query (``DESIGN.md``: infrastructure errors are never swallowed).
@@ -31,9 +31,9 @@ from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from offsetscope.config import Config
 from offsetscope.history import tables as history
@@ -47,11 +47,6 @@ MAX_PRUNE_VALUES = 1_000
 # Spark's TimestampType: 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59.999Z, in epoch ms.
 MIN_TIMESTAMP_MS = -62_135_596_800_000
 MAX_TIMESTAMP_MS = 253_402_300_799_999
-
-
-def millis_to_timestamp(column: Column) -> Column:
-    """Epoch milliseconds -> a Spark timestamp; NULL outside the years 1-9999."""
-    return F.when(column.between(MIN_TIMESTAMP_MS, MAX_TIMESTAMP_MS), F.timestamp_millis(column))
 
 
 def app_id(query_name: str, logical: str, operation: str) -> str:
@@ -174,6 +169,39 @@ def records_table(logical: str, records: Sequence[Mapping[str, Any]]) -> pa.Tabl
     if timed:
         records = [_with_timestamps_in_range(r, timed) for r in records]
     return pa.Table.from_pylist(list(records), schema=schema)
+
+
+def ms_table(logical: str, table: pa.Table) -> pa.Table:
+    """Columns of a table's rows (its written columns, timestamps as epoch-ms integers) as Arrow
+    with the table's schema: :func:`records_table` column by column, for rows that arrive as
+    columns (a batch's offset commits collected from Spark) rather than as records.
+
+    Raises:
+        ValueError: the table has a timestamp inside a nested column (use
+            :func:`records_table`), or ``table`` lacks one of its written columns.
+    """
+    schema = catalogue.arrow_schema(catalogue.spec(logical))
+    arrays = []
+    for f in schema:
+        if f.name not in table.column_names:
+            raise ValueError(f"{logical}: the rows lack the column {f.name!r}")
+        column = table.column(f.name)
+        if pa.types.is_timestamp(f.type):
+            column = _ms_in_range(column.cast(pa.int64()), f.nullable).cast(f.type)
+        elif _has_timestamp(f.type):
+            raise ValueError(f"{logical}.{f.name}: nested timestamps need records_table")
+        arrays.append(column.cast(f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _ms_in_range(ms: pa.ChunkedArray, nullable: bool) -> pa.ChunkedArray:
+    """Epoch ms outside Spark's range nulled, or clamped to it when not ``nullable``."""
+    if nullable:
+        inside = pc.and_(
+            pc.greater_equal(ms, MIN_TIMESTAMP_MS), pc.less_equal(ms, MAX_TIMESTAMP_MS)
+        )
+        return pc.if_else(inside, ms, pa.scalar(None, pa.int64()))
+    return pc.min_element_wise(pc.max_element_wise(ms, MIN_TIMESTAMP_MS), MAX_TIMESTAMP_MS)
 
 
 def table_frame(spark: SparkSession, logical: str, table: pa.Table) -> DataFrame:
