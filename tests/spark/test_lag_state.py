@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from offsetscope import config
 from offsetscope.history.rows import EndOffsetSample
-from offsetscope.pipelines import lag
+from offsetscope.pipelines import ingest, lag
+from offsetscope.pipelines import state as st
 from offsetscope.pipelines.synthetic import SyntheticLog, Workload
 from offsetscope.protocol.log import read_partition_dir
 
@@ -127,3 +131,44 @@ def test_samples_are_kept_once_per_interval_aligned_to_the_epoch() -> None:
             kept.append(at)
             last = at
     assert kept == times[::3]
+
+
+class _Sampler:
+    """End offsets of one data partition, rising 100 records a sample, at the batch's time."""
+
+    def sample(self, topics: object, event_time: int | None) -> list[EndOffsetSample]:
+        assert event_time is not None
+        return [EndOffsetSample("orders", 0, 0, event_time // 100, event_time // 100, event_time)]
+
+    def record_time(self, topic: str, partition: int, offset: int) -> int | None:
+        return None
+
+
+@pytest.mark.parametrize(("interval", "written"), [(None, 9), ("30s", 3)])
+def test_the_pipeline_writes_lag_at_its_own_cadence(interval: str | None, written: int) -> None:
+    """Nine batches 10 s apart: every one writes end_offsets and partition_lag rows, or, with
+    ``lag_interval = "30s"``, one in three; the group's position moves on every batch either
+    way. The batches' state is kept as ``process_batch`` keeps it (no table: nothing loaded)."""
+    cfg = config.with_pipeline(config.load("local"), lag_interval=interval)
+    pipe = ingest.IngestPipeline(cfg, source_kind="segments", sampler=_Sampler())
+    start = (T0 // 30_000 + 1) * 30_000
+    pipe._states = {(st.SAMPLER, "topics"): None}
+    key = lag.partition_key("orders", 0)
+    pipe._states.update({(st.POSITIONS, key): None, (st.SAMPLES, key): None})
+    lag_batches, positions = [], []
+    for i in range(9):
+        at = start + 10_000 * i + 500
+        b = ingest._Batch(i, None, at)  # type: ignore[arg-type]
+        moved = [("orders", 0, lag.Position("g", at // 100 - 7, at, i))]
+        pipe._lag(b, moved, [], at, {})
+        tables = {t.logical for t in b.tasks}
+        if tables:
+            assert tables == {"end_offsets", "partition_lag"}
+            lag_batches.append(i)
+        for row in b.new_states:
+            pipe._states[(row.fold, row.key)] = row
+            if row.fold == st.POSITIONS:
+                positions.append(lag.positions_from_json(row.state)["g"].offset)
+    assert len(lag_batches) == written
+    assert lag_batches == list(range(0, 9, 9 // written))
+    assert len(positions) == 9  # every batch's commit moved the position
