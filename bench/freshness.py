@@ -116,7 +116,10 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         cfg = config.with_kafka_source(base, bootstrap)
         cfg = config.with_storage(cfg, work_dir=out, schema="offsetscope_fresh")
         cfg = config.with_pipeline(
-            cfg, trigger="processing_time", processing_time=f"{spec['trigger_s']} seconds"
+            cfg,
+            trigger="processing_time",
+            processing_time=f"{spec['trigger_s']} seconds",
+            lag_interval=spec.get("lag_interval"),
         )
         spark = build_session(cfg, app_name="offsetscope-bench-freshness")
         try:

@@ -23,6 +23,7 @@ from offsetscope.quality.validate import (
     FAILED,
     ROW_ID,
     record,
+    record_results,
     validate,
     validate_table,
     warm_up,
@@ -226,6 +227,12 @@ def test_results_and_quarantine_are_kept_once_and_the_failure_raises_an_alert(
     (alert,) = evaluation.rows
     assert (alert.status, alert.resolved_at) == ("resolved", T + 7_200_000)
     runner.close(spark)
+    # Another query that validates the same table with the same batch id keeps its own row.
+    record_results(
+        spark, cfg, [result], app_id="other:quality_results:group_generations", batch_id=3
+    )
+    table = spark.table(qtables.qualified_name(cfg, qtables.QUALITY_RESULTS))
+    assert table.where("batch_id = 3").count() == 2
 
 
 def test_timestamps_outside_pandas_range_are_flagged_not_fatal(spark: SparkSession) -> None:

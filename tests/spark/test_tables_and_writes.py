@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 from offsetscope import config
 from offsetscope.history.rows import EndOffsetSample, TxnStatusRow
 from offsetscope.history.tables import TABLES as HISTORY_TABLES
+from offsetscope.pipelines import state as st
 from offsetscope.pipelines import writes
 from offsetscope.spark import tables as catalogue
 
@@ -163,3 +164,17 @@ def test_merge_upserts_on_the_natural_key_once_per_batch_id(
     )
     got = sorted((r["seq"], r["to_status"]) for r in spark.table(name).collect())
     assert got == [(0, "PrepareCommit"), (1, "Empty")]
+
+
+def test_fold_state_loads_exactly_the_keys_asked_for(
+    spark: SparkSession, cfg: config.Config
+) -> None:
+    # Group ids are any string a client sends: quotes, backslashes, newlines, SQL words.
+    odd = ["it's", "back\\slash", "new\nline", "') OR (1=1", "grüße", "g"]
+    saved = [st.StateRow(st.GROUP, k, f'{{"n": {i}}}', i) for i, k in enumerate(odd)]
+    saved += [st.StateRow(st.OFFSETS, "g", "{}", 7)]  # the same key under another fold
+    st.save(spark, cfg, saved, query_name="q", batch_id=0, now_ms=T0)
+    wanted = {st.GROUP: [*odd[:5], "absent"], st.OFFSETS: ["g"], st.TXN: []}
+    loaded = st.load(spark, cfg, wanted)
+    assert loaded == {(r.fold, r.key): r for r in saved if r.key != "g" or r.fold == st.OFFSETS}
+    assert st.load(spark, cfg, {st.GROUP: []}) == {}

@@ -435,7 +435,7 @@ class IngestPipeline:
         time is commit latency rather than CPU, so ``[pipeline] write_threads`` of them overlap.
         Tables with a MERGE start first: they take longest (longest-first keeps the last
         thread from starting the slowest table). The quality results of all the batch's tables
-        are recorded in one MERGE as soon as the last gate has passed, while the remaining
+        are recorded in one append as soon as the last gate has passed, while the remaining
         table writes run, and before this returns: the fold state is saved after both.
         """
         by_table: dict[str, list[_Write]] = defaultdict(list)
@@ -500,14 +500,14 @@ class IngestPipeline:
         return tasks[0].logical, written
 
     def _record_quality(self, b: _Batch) -> None:
-        # All tables' results of the batch in one Delta commit (a replayed batch's MERGE is
+        # All tables' results of the batch in one Delta commit (a replayed batch's append is
         # skipped by its idempotency marker).
         with b.timed("quality results"):
             quality.record_results(
                 self._session_for(b.spark, "quality"),
                 self.cfg,
                 b.quality,
-                app_id=writes.app_id(self.query_name, "quality_results", "merge"),
+                app_id=writes.app_id(self.query_name, "quality_results", "append"),
                 batch_id=b.batch_id,
             )
 
@@ -521,10 +521,8 @@ class IngestPipeline:
 
         Gates of different tables run in their tables' threads: the Spark work overlaps, and
         :func:`offsetscope.quality.validate` runs great-expectations' own step one at a time.
-        The results row joins the batch's others, recorded in one MERGE once every gate of the
-        batch has passed (:meth:`_execute_writes`), in a session of its own: the MERGE sets
-        Delta's idempotency confs, which must not leak into a table write running in another
-        thread on the batch's session.
+        The results row joins the batch's others, recorded in one append once every gate of the
+        batch has passed (:meth:`_execute_writes`).
         """
         with b.timed(f"quality {logical}"):
             good, failed, result = quality.validate(

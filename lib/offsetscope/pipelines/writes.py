@@ -77,7 +77,8 @@ def delta_transaction(spark: SparkSession, application: str, version: int) -> It
         spark.conf.unset(TXN_VERSION)
 
 
-def _literal(value: Any) -> str:
+def sql_literal(value: Any) -> str:
+    """``value`` as a Spark SQL literal (strings quoted and escaped)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -95,7 +96,7 @@ def in_list(column: str, values: Iterable[Any], alias: str = "t", literal: str =
     if not distinct or len(distinct) > MAX_PRUNE_VALUES:
         return None
     prefix = f"{literal} " if literal else ""
-    items = ", ".join(prefix + _literal(v) for v in distinct)
+    items = ", ".join(prefix + sql_literal(v) for v in distinct)
     return f"{alias}.`{column}` IN ({items})"
 
 

@@ -382,11 +382,11 @@ def record(
     query_name: str,
     key: tuple[str, ...] | None = None,
 ) -> None:
-    """Keep a validation: MERGE its results row, append its failed rows to quarantine.
+    """Keep a validation: append its results row and its failed rows to quarantine.
 
-    Both writes are idempotent for a replayed batch (the results row by its key, the
-    quarantine append by Delta's ``txnAppId`` = ``<query>:quality_quarantine:<table>``,
-    ``txnVersion`` = the batch id).
+    Both appends are idempotent for a replayed batch: Delta's ``txnAppId`` is
+    ``<query>:quality_results:<table>`` and ``<query>:quality_quarantine:<table>``, its
+    ``txnVersion`` the batch id.
 
     Args:
         spark: the session.
@@ -415,10 +415,23 @@ def record_results(
     app_id: str,
     batch_id: int,
 ) -> None:
-    """MERGE ``results`` into ``quality_results`` in one Delta commit, at most once per
-    (``app_id``, ``batch_id``): a pipeline records all its tables' results of a batch at once."""
-    qtables.merge_rows(
-        spark, cfg, qtables.QUALITY_RESULTS, list(results), app_id=app_id, batch_id=batch_id
+    """Append ``results`` to ``quality_results`` in one Delta commit, at most once per
+    (``app_id``, ``batch_id``): a pipeline records all its tables' results of a batch at once.
+
+    An idempotent append rather than a MERGE on (table, batch id): Delta's marker already makes
+    a replayed batch write nothing, and a MERGE joins every batch against the whole table (no
+    key restricts it to files that can match), a cost that grew with every batch recorded;
+    it also let two queries with the same table and batch ids overwrite each other's row.
+    """
+    if not results:
+        return
+    qtables.append_rows(
+        spark,
+        cfg,
+        qtables.QUALITY_RESULTS,
+        qtables.frame(spark, qtables.QUALITY_RESULTS, list(results)),
+        app_id=app_id,
+        batch_id=batch_id,
     )
 
 
