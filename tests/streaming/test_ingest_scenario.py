@@ -130,3 +130,26 @@ def test_transactional_commits_are_resolved_by_their_markers(
     # One completion per (producer, offsets partition) marker; each covers one or more commits.
     assert resolved["committed"] >= completed[True]
     assert (resolved["aborted"] > 0) == (completed[False] > 0)
+
+
+def test_a_batch_writes_as_many_files_as_its_partitions_not_one_per_topic_partition(
+    spark: SparkSession, scenario: tuple[config.Config, list[dict[str, Any]]]
+) -> None:
+    """The scenario's records span many partitions of both internal topics; each append of a
+    batch still adds at most ``[spark] shuffle_partitions`` files (the source's partitions are
+    merged before anything is decoded or written)."""
+    cfg, _ = scenario
+    spread = {
+        (p["topic"], p["partition"])
+        for r in _rows(spark, cfg, "batch_audit")
+        for p in r["source_partitions"]
+    }
+    assert len(spread) > cfg.spark.shuffle_partitions  # else the check below proves nothing
+    for logical in ("raw_records", "offset_commits", "transaction_log_events"):
+        history = spark.sql(f"DESCRIBE HISTORY {catalogue.table_name(cfg, logical)}")
+        added = [
+            int(r["operationMetrics"]["numFiles"])
+            for r in history.where("operation = 'WRITE'").collect()
+        ]
+        assert added, logical
+        assert max(added) <= cfg.spark.shuffle_partitions, (logical, added)

@@ -344,7 +344,13 @@ class IngestPipeline:
         spark = batch_df.sparkSession
         started = time.monotonic()
         b = _Batch(batch_id, spark, self.clock.now_ms())
-        raw = batch_df.persist(StorageLevel.MEMORY_AND_DISK)
+        # One source partition per topic partition (50 of __consumer_offsets by default) would
+        # make every stage of the batch -- the decode's Python tasks, each append's files --
+        # 50 tasks or files however few records arrived; the batch works in as many partitions
+        # as its shuffles do (``[spark] shuffle_partitions``), merged without a shuffle.
+        raw = batch_df.coalesce(self.cfg.spark.shuffle_partitions).persist(
+            StorageLevel.MEMORY_AND_DISK
+        )
         decoded: DataFrame | None = None
         try:
             with b.timed("read"):
