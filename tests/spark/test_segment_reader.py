@@ -9,7 +9,13 @@ import pytest
 
 from offsetscope.pipelines.synthetic import SyntheticLog, Workload
 from offsetscope.spark import logdir
-from offsetscope.spark.sources import SegmentRange, SegmentStreamReader, cap_offsets
+from offsetscope.spark.sources import (
+    SegmentRange,
+    SegmentRanges,
+    SegmentStreamReader,
+    _read,
+    cap_offsets,
+)
 
 
 def test_cap_offsets_without_a_budget_is_the_latest() -> None:
@@ -112,4 +118,40 @@ def test_partitions_cover_new_directories_from_their_log_start(tmp_path: Path) -
     request = ranges[0].request()
     assert isinstance(request, logdir.RangeRequest)
     assert request.internal_topic in ("__consumer_offsets", "__transaction_state")
+    log.close()
+
+
+@pytest.mark.parametrize("tasks", [1, 2, 4, 100])
+def test_ranges_are_packed_into_at_most_the_tasks_asked_for(tmp_path: Path, tasks: int) -> None:
+    log = SyntheticLog(tmp_path, Workload())
+    log.run(10)
+    single = _reader(tmp_path, None)
+    end = single.latestOffset()
+    ranges = single.partitions({}, end)
+    packed = SegmentStreamReader({"path": str(tmp_path), "tasks": str(tasks)}).partitions({}, end)
+    assert len(packed) == min(tasks, len(ranges))
+    assert all(isinstance(p, SegmentRanges) for p in packed)
+    # Every range exactly once.
+    flat = sorted(r.value for p in packed for r in p.ranges)
+    assert flat == sorted(r.value for r in ranges)
+    # Balanced: no task holds more than the lightest one plus the largest range.
+    loads = [sum(r.end - r.start for r in p.ranges) for p in packed]
+    assert max(loads) - min(loads) <= max(r.end - r.start for r in ranges)
+
+    # A task reads its ranges' records, no more, no less.
+    def offsets(part: object) -> list[tuple[str, int, int]]:
+        return sorted(
+            (t, p, o)
+            for batch in _read(part)  # type: ignore[arg-type]
+            for t, p, o in zip(
+                batch.column("source_topic").to_pylist(),
+                batch.column("partition").to_pylist(),
+                batch.column("offset").to_pylist(),
+                strict=True,
+            )
+        )
+
+    assert sorted(x for p in packed for x in offsets(p)) == sorted(
+        x for r in ranges for x in offsets(r)
+    )
     log.close()

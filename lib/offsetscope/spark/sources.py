@@ -158,10 +158,35 @@ class SegmentRange(InputPartition):
         )
 
 
+class SegmentRanges(InputPartition):
+    """Several partition directories' ranges, read one after another by one Spark task."""
+
+    def __init__(self, ranges: Sequence[SegmentRange]) -> None:
+        super().__init__(tuple(r.value for r in ranges))
+        self.ranges = tuple(ranges)
+
+
+def pack(ranges: Sequence[SegmentRange], tasks: int) -> list[SegmentRanges]:
+    """``ranges`` as at most ``tasks`` tasks of about equal offsets: largest range first, each
+    to the task with the fewest offsets so far. A task per partition directory would cost a
+    Python task each (50 for ``__consumer_offsets``) however few records a batch holds."""
+    bins: list[list[SegmentRange]] = [[] for _ in range(min(tasks, len(ranges)))]
+    sizes = [0] * len(bins)
+    for r in sorted(ranges, key=lambda r: (-(r.end - r.start), r.topic, r.partition)):
+        i = sizes.index(min(sizes))
+        bins[i].append(r)
+        sizes[i] += r.end - r.start
+    return [SegmentRanges(b) for b in bins]
+
+
 def _read(partition: InputPartition) -> Iterator[pa.RecordBatch]:
-    if not isinstance(partition, SegmentRange):
+    if isinstance(partition, SegmentRanges):
+        for r in partition.ranges:
+            yield from logdir.read_range(r.request(), SOURCE_SCHEMA)
+    elif isinstance(partition, SegmentRange):
+        yield from logdir.read_range(partition.request(), SOURCE_SCHEMA)
+    else:
         raise TypeError(f"not a segment range: {partition!r}")
-    yield from logdir.read_range(partition.request(), SOURCE_SCHEMA)
 
 
 class _LogDir:
@@ -174,9 +199,17 @@ class _LogDir:
             options.get("transactionTopic", TRANSACTION_TOPIC),
         )
         self.max_records = int(options.get("maxRecordsPerTrigger", "0")) or None
+        self.tasks = int(options.get("tasks", "0")) or None  # None: one per partition directory
 
     def dirs(self) -> list[logdir.PartitionDir]:
         return logdir.partition_dirs(self.path, sorted(self.kinds))
+
+    def tasks_for(
+        self, start: Mapping[str, int], end: Mapping[str, int]
+    ) -> Sequence[SegmentRange | SegmentRanges]:
+        """The input partitions of ``[start, end)``: the ranges, packed into ``tasks``."""
+        ranges = self.ranges(start, end)
+        return ranges if self.tasks is None else pack(ranges, self.tasks)
 
     def ranges(self, start: Mapping[str, int], end: Mapping[str, int]) -> list[SegmentRange]:
         out = []
@@ -254,9 +287,11 @@ class SegmentStreamReader(DataSourceStreamReader):
         self.frontier = merged
         return merged
 
-    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[SegmentRange]:
+    def partitions(
+        self, start: dict[str, int], end: dict[str, int]
+    ) -> Sequence[SegmentRange | SegmentRanges]:
         self.frontier = {**(self.frontier or {}), **end}
-        return self.log.ranges(start, end)
+        return self.log.tasks_for(start, end)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(partition)
@@ -271,9 +306,9 @@ class SegmentBatchReader(DataSourceReader):
     def __init__(self, options: Mapping[str, str]) -> None:
         self.log = _LogDir(options)
 
-    def partitions(self) -> Sequence[SegmentRange]:
+    def partitions(self) -> Sequence[SegmentRange | SegmentRanges]:
         ends = logdir.LogEndCache()
-        return self.log.ranges({}, {d.name: ends.log_end_offset(d) for d in self.log.dirs()})
+        return self.log.tasks_for({}, {d.name: ends.log_end_offset(d) for d in self.log.dirs()})
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(partition)
@@ -283,7 +318,8 @@ class SegmentDataSource(DataSource):
     """``spark.readStream.format("offsetscope_segments").option("path", log_dir)``.
 
     Options: ``path`` (the log directory), ``maxRecordsPerTrigger``, ``offsetsTopic`` and
-    ``transactionTopic`` (directory names holding the internal topics' records).
+    ``transactionTopic`` (directory names holding the internal topics' records), ``tasks``
+    (Spark tasks a read is packed into; default one per partition directory).
     """
 
     @classmethod
@@ -312,6 +348,8 @@ def _segment_options(cfg: Config, log_dir: str | None) -> dict[str, str]:
         "maxRecordsPerTrigger": str(s.max_records_per_trigger),
         "offsetsTopic": s.offsets_topic,
         "transactionTopic": s.transaction_topic,
+        # As many tasks as the batch has partitions (ingest coalesces to as many).
+        "tasks": str(cfg.spark.shuffle_partitions),
     }
 
 
