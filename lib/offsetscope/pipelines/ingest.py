@@ -16,9 +16,9 @@ raises a ``quality`` alert, never an error.
 
 Table writes of a batch run concurrently, one thread per table (``[pipeline] write_threads``),
 each MERGE in a session of its own (the idempotency confs are per session), each behind its
-gate; the gates' Spark work overlaps too (great-expectations itself runs one suite at a time),
-and the batch's quality results are recorded once the last gate has passed, while the slower
-writes finish. The fold state is saved after all of them and the audit row last.
+gate (on the driver: the gated tables' rows are there already; great-expectations runs one
+suite at a time), and the batch's quality results are recorded once the last gate has passed,
+while the slower writes finish. The fold state is saved after all of them and the audit row last.
 
 * **Decode once**: the source rows and the decoded rows are persisted for the batch, so every
   table reads the same decoded rows; counts in = events + quarantined + unknown is checked
@@ -475,14 +475,17 @@ class IngestPipeline:
             session = self._session_for(b.spark, task.logical) if task.merge else b.spark
             gated = self._validates(task.logical)
             if isinstance(task.source, DataFrame):
-                frame = self._quality_gate(b, task.source, task.logical) if gated else task.source
+                # The gated tables are the gold ones, whose rows are on the driver (fold
+                # outputs, the collected commits): a DataFrame here would go unchecked.
+                if gated:
+                    raise TypeError(f"{task.logical} is gated: write it from driver rows")
+                frame = task.source
             else:
                 rows = task.source()
                 if gated:
-                    rows = self._quality_gate_rows(b, rows, task.logical)
+                    rows = self._quality_gate(b, rows, task.logical)
+                    gate_passed()
                 frame = writes.table_frame(session, task.logical, rows)
-            if gated:
-                gate_passed()
             with b.timed(f"{'merge' if task.merge else 'write'} {task.logical}"):
                 if task.merge:
                     written += writes.merge(
@@ -520,54 +523,41 @@ class IngestPipeline:
     def _validates(self, logical: str) -> bool:
         return self.cfg.quality.enabled and logical in quality_suites.TABLES
 
-    def _quality_gate(self, b: _Batch, frame: DataFrame, logical: str) -> DataFrame:
-        """The table's great-expectations suite on this batch's rows: the results row is kept,
-        failing rows go to ``quality_quarantine`` (``[quality] quarantine_failed_rows``), and the
-        rest is what gets written.
+    def _quality_gate(self, b: _Batch, rows: pa.Table, logical: str) -> pa.Table:
+        """The table's great-expectations suite on this batch's rows, on the driver with no
+        Spark job (:func:`offsetscope.quality.validate.validate_table`): the results row is
+        kept, failing rows go to ``quality_quarantine`` (``[quality] quarantine_failed_rows``),
+        and the rest is what gets written.
 
-        Gates of different tables run in their tables' threads: the Spark work overlaps, and
-        :func:`offsetscope.quality.validate` runs great-expectations' own step one at a time.
-        The results row joins the batch's others, recorded in one append once every gate of the
-        batch has passed (:meth:`_execute_writes`).
+        Gates of different tables run in their tables' threads; great-expectations' own step
+        runs one at a time. The results row joins the batch's others, recorded in one append
+        once every gate of the batch has passed (:meth:`_execute_writes`).
         """
-        with b.timed(f"quality {logical}"):
-            good, failed, result = quality.validate(
-                frame, logical, b.batch_id, settings=self.cfg.quality, clock=self.clock
-            )
-            self._keep_quality(b, result, lambda _: failed)
-            return good
-
-    def _quality_gate_rows(self, b: _Batch, rows: pa.Table, logical: str) -> pa.Table:
-        """:meth:`_quality_gate` for rows built on the driver: validated as they are
-        (:func:`offsetscope.quality.validate.validate_table`), no Spark job unless rows fail."""
         with b.timed(f"quality {logical}"):
             good, failed, result = quality.validate_table(
                 rows, logical, b.batch_id, settings=self.cfg.quality, clock=self.clock
             )
-            ddl = f"{catalogue.spec(logical).written_ddl()}, `{quality.FAILED}` array<string>"
-            self._keep_quality(b, result, lambda session: session.createDataFrame(failed, ddl))
+            session = self._session_for(b.spark, "quality")
+            # The session's confs are shared: one quarantine append at a time.
+            with self._quality_lock:
+                if not self._quality_tables_ready:
+                    qtables.ensure(
+                        session, self.cfg, (qtables.QUALITY_RESULTS, qtables.QUALITY_QUARANTINE)
+                    )
+                    self._quality_tables_ready = True
+                if result.failed_rows:  # rare
+                    ddl = (
+                        f"{catalogue.spec(logical).written_ddl()}, `{quality.FAILED}` array<string>"
+                    )
+                    quality.quarantine(
+                        session,
+                        self.cfg,
+                        result,
+                        session.createDataFrame(failed, ddl),
+                        query_name=self.query_name,
+                    )
+            b.quality.append(result)
             return good
-
-    def _keep_quality(
-        self,
-        b: _Batch,
-        result: QualityResultRow,
-        failed: Callable[[SparkSession], DataFrame],
-    ) -> None:
-        """Quarantine a gate's failed rows (rare) and keep its results row for the batch."""
-        session = self._session_for(b.spark, "quality")
-        # The session's confs are shared: one quarantine append at a time.
-        with self._quality_lock:
-            if not self._quality_tables_ready:
-                qtables.ensure(
-                    session, self.cfg, (qtables.QUALITY_RESULTS, qtables.QUALITY_QUARANTINE)
-                )
-                self._quality_tables_ready = True
-            if result.failed_rows:
-                quality.quarantine(
-                    session, self.cfg, result, failed(session), query_name=self.query_name
-                )
-        b.quality.append(result)
 
     def _bronze_and_silver(
         self, b: _Batch, raw: DataFrame, decoded: DataFrame, rows_in: int, counts: Mapping[str, int]

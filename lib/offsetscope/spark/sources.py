@@ -181,12 +181,13 @@ def pack(ranges: Sequence[SegmentRange], tasks: int) -> list[SegmentRanges]:
 
 def _read(partition: InputPartition) -> Iterator[pa.RecordBatch]:
     if isinstance(partition, SegmentRanges):
-        for r in partition.ranges:
-            yield from logdir.read_range(r.request(), SOURCE_SCHEMA)
+        ranges = partition.ranges
     elif isinstance(partition, SegmentRange):
-        yield from logdir.read_range(partition.request(), SOURCE_SCHEMA)
+        ranges = (partition,)
     else:
         raise TypeError(f"not a segment range: {partition!r}")
+    for r in ranges:
+        yield from logdir.read_range(r.request(), SOURCE_SCHEMA)
 
 
 class _LogDir:
