@@ -3,33 +3,84 @@ sampler as of the batch's event time, lag rows. Pure Python, no JVM."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from offsetscope import config
-from offsetscope.history.rows import EndOffsetSample
-from offsetscope.pipelines import ingest, lag
+from offsetscope.history.lag import CommitPoint, LagIndex
+from offsetscope.history.rows import EndOffsetSample, PartitionLagRow
+from offsetscope.pipelines import ingest, lag, writes
 from offsetscope.pipelines import state as st
 from offsetscope.pipelines.synthetic import SyntheticLog, Workload
 from offsetscope.protocol.log import read_partition_dir
+from offsetscope.spark import tables as catalogue
 
 T0 = 1_700_000_000_000
 
 
 def test_positions_keep_the_newest_commit_per_group_and_survive_json() -> None:
-    before = {"g": lag.Position("g", 10, T0, 5)}
+    before = lag.update_positions(lag.PartitionPositions(), [lag.Position("g", 10, T0, 5)])
     after = lag.update_positions(
         before,
         [
             lag.Position("g", 8, T0 - 1, 3),  # older: ignored
             lag.Position("g", 12, T0 + 5, 9),
             lag.Position("h", None, T0 + 1, 2),  # a tombstone: no committed offset
+            lag.Position("a", 1, T0, 1),  # a new group sorts first
+            lag.Position("a", 2, T0, 1),  # same time and record: the held position stays
         ],
     )
-    assert after == {"g": lag.Position("g", 12, T0 + 5, 9), "h": lag.Position("h", None, T0 + 1, 2)}
+    assert after == lag.PartitionPositions(
+        ("a", "g", "h"), (1, 12, None), (T0, T0 + 5, T0 + 1), (1, 9, 2)
+    )
+    assert after.get("g") == lag.Position("g", 12, T0 + 5, 9)
+    assert after.get("b") is None
     assert lag.positions_from_json(lag.positions_to_json(after)) == after
-    assert lag.positions_from_json(None) == {}
+    assert lag.positions_from_json(None) == lag.PartitionPositions()
+    # Nothing newer: the same object back, so the batch saves no state row.
+    assert lag.update_positions(after, [lag.Position("g", 11, T0 + 4, 99)]) is after
+    assert lag.update_positions(after, []) is after
+
+
+def test_positions_saved_by_the_earlier_format_still_load() -> None:
+    old = '{"g":[12,1700000000005,9],"a":[1,1700000000000,1],"h":[null,1700000000001,2]}'
+    assert lag.positions_from_json(old) == lag.PartitionPositions(
+        ("a", "g", "h"), (1, 12, None), (T0, T0 + 5, T0 + 1), (1, 9, 2)
+    )
+    with pytest.raises(ValueError, match="unknown format 'positions/9'"):
+        lag.positions_from_json('["positions/9",[],[],[],[]]')
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_positions_match_a_per_group_reference(seed: int) -> None:
+    """Random batches of updates, applied column-wise, against a dict of the newest per group."""
+    rng = random.Random(seed)
+    current = lag.PartitionPositions()
+    reference: dict[str, tuple[int, int, int | None]] = {}
+    for _ in range(6):
+        updates = [
+            lag.Position(
+                f"g{rng.randrange(40):02d}",
+                None if rng.random() < 0.1 else rng.randrange(1_000),
+                T0 + rng.randrange(20),
+                rng.randrange(5),
+            )
+            for _ in range(rng.randrange(30))
+        ]
+        for p in updates:
+            held = reference.get(p.group_id)
+            if held is None or (p.at, p.record_offset) > held[:2]:
+                reference[p.group_id] = (p.at, p.record_offset, p.offset)
+        current = lag.update_positions(current, updates)
+        assert current.groups == tuple(sorted(reference))
+        assert [
+            (a, r, o)
+            for a, r, o in zip(current.at, current.record_offsets, current.offsets, strict=True)
+        ] == [reference[g] for g in current.groups]
+        assert lag.positions_from_json(lag.positions_to_json(current)) == current
 
 
 def test_samples_json_keeps_the_most_recent_ones() -> None:
@@ -38,15 +89,23 @@ def test_samples_json_keeps_the_most_recent_ones() -> None:
     assert kept == samples[-lag.RECENT_SAMPLES :]
 
 
+def _positions(*entries: lag.Position) -> lag.PartitionPositions:
+    return lag.update_positions(lag.PartitionPositions(), entries)
+
+
+def _rows(table: pa.Table) -> list[PartitionLagRow]:
+    return [PartitionLagRow(**r) for r in table.to_pylist()]
+
+
 def test_lag_rows_measure_read_committed_groups_against_the_lso() -> None:
-    positions = {
-        "plain": lag.Position("plain", 90, T0, 1),
-        "rc": lag.Position("rc", 90, T0, 2),
-        "gone": lag.Position("gone", None, T0, 3),
-    }
+    positions = _positions(
+        lag.Position("plain", 90, T0, 1),
+        lag.Position("rc", 90, T0, 2),
+        lag.Position("gone", None, T0, 3),
+    )
     history = [EndOffsetSample("t", 0, 0, 50, 50, T0 - 10_000)]
     new = [EndOffsetSample("t", 0, 95, 120, 100, T0 + 10_000)]
-    rows = {r.group_id: r for r in lag.lag_rows("t", 0, positions, history, new, ["rc"])}
+    rows = {r.group_id: r for r in _rows(lag.lag_table("t", 0, positions, history, new, ["rc"]))}
     assert set(rows) == {"plain", "rc"}  # no committed offset, no lag row
     assert (rows["plain"].end_offset, rows["plain"].lag_records) == (120, 30)
     assert (rows["rc"].end_offset, rows["rc"].lag_records, rows["rc"].read_committed) == (
@@ -61,6 +120,76 @@ def test_lag_rows_measure_read_committed_groups_against_the_lso() -> None:
     assert rows["plain"].lag_method == "interpolated"
     assert rows["plain"].lag_seconds is not None
     assert 0 < rows["plain"].lag_seconds < 20
+
+
+def test_lag_table_has_partition_lags_columns_even_when_empty() -> None:
+    sample = EndOffsetSample("t", 0, 0, 10, 10, T0)
+    empty = lag.lag_table("t", 0, lag.PartitionPositions(), [], [sample], [])
+    assert empty.num_rows == 0
+    later = lag.lag_table("t", 0, _positions(lag.Position("g", 1, T0 + 1, 1)), [], [sample], [])
+    assert later.num_rows == 0  # the commit is newer than the sample: not in effect yet
+    for table in (empty, later):
+        typed = writes.ms_table("partition_lag", table)
+        assert typed.schema == catalogue.arrow_schema(catalogue.spec("partition_lag"))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_lag_table_gives_the_rows_the_full_index_gives(seed: int) -> None:
+    """The column-wise form against the indexed lookup (``LagIndex.lag``) with each group's
+    position as its only commit: every group, every new sample, ties in time, removed
+    positions, read_committed groups, exact and interpolated seconds."""
+    rng = random.Random(seed)
+    samples = []
+    hwm = 0
+    for k in range(rng.randint(0, 6)):
+        hwm += rng.randint(0, 40)
+        lso = hwm - rng.randint(0, 5) if rng.random() < 0.3 else -1
+        samples.append(EndOffsetSample("t", 0, rng.randint(0, 8), hwm, lso, T0 + 1_000 * k))
+    cut = rng.randint(0, len(samples))
+    history, new = samples[:cut], samples[cut:]
+    positions = _positions(
+        *(
+            lag.Position(
+                f"g{g:02d}",
+                None if rng.random() < 0.15 else rng.randint(0, max(hwm, 1)),
+                # often exactly at a sample's time: a commit then is in effect at that sample
+                T0 + 1_000 * rng.randint(-2, 7) + rng.choice([0, 0, rng.randint(-999, 999)]),
+                rng.randint(0, 10**6),
+            )
+            for g in rng.sample(range(60), rng.randint(0, 25))
+        )
+    )
+    rc = {g for g in positions.groups if rng.random() < 0.3}
+    times = {T0 + 1_000 * k - 1: T0 + 1_000 * k - rng.randint(0, 2_000) for k in range(8)}
+
+    def record_time(topic: str, partition: int, offset: int) -> int | None:
+        return None if offset % 3 == 0 else times[T0 + 1_000 * (offset % 8) - 1]
+
+    points = [
+        CommitPoint(g, "t", 0, o, at, r)
+        for g, o, at, r in zip(
+            positions.groups, positions.offsets, positions.at, positions.record_offsets, strict=True
+        )
+    ]
+    index = LagIndex(points, samples)
+    expected = [
+        row
+        for s in sorted(new, key=lambda s: s.sampled_at)
+        for group_id in positions.groups
+        if (
+            row := index.lag(
+                group_id,
+                "t",
+                0,
+                s.sampled_at,
+                read_committed=group_id in rc,
+                record_time=record_time,
+            )
+        )
+        is not None
+    ]
+    got = lag.lag_table("t", 0, positions, history, new, rc, record_time)
+    assert _rows(got) == expected
 
 
 def test_segment_sampler_reads_the_data_log_as_it_stood_at_the_event_time(
@@ -168,7 +297,9 @@ def test_the_pipeline_writes_lag_at_its_own_cadence(interval: str | None, writte
         for row in b.new_states:
             pipe._states[(row.fold, row.key)] = row
             if row.fold == st.POSITIONS:
-                positions.append(lag.positions_from_json(row.state)["g"].offset)
+                held = lag.positions_from_json(row.state).get("g")
+                assert held is not None
+                positions.append(held.offset)
     assert len(lag_batches) == written
     assert lag_batches == list(range(0, 9, 9 // written))
     assert len(positions) == 9  # every batch's commit moved the position

@@ -7,7 +7,6 @@ from test_history_support import T0, Log
 
 from offsetscope.coordinator.log import LogRecord, PartitionLog
 from offsetscope.history import LagIndex, fold_offsets, record_time_lookup
-from offsetscope.history.lag import commit_points
 from offsetscope.history.rows import EndOffsetSample, OffsetCommitRow
 
 G = "billing"
@@ -160,7 +159,7 @@ def test_transactional_commit_counts_from_its_marker_time() -> None:
     assert after.committed_at == T0 + 40 * S
 
 
-def test_rows_for_every_group_partition_and_time_and_at_samples() -> None:
+def test_rows_for_every_group_partition_and_time() -> None:
     log = Log()
     log.commit(G, "orders", 0, 100, T0)
     log.commit("other", "orders", 0, 40, T0)
@@ -176,11 +175,6 @@ def test_rows_for_every_group_partition_and_time_and_at_samples() -> None:
         ("other", 0, T0 + 30 * S, 160, True),
         ("other", 0, T0 + 60 * S, 260, True),
     ]
-    at_samples = idx.latest_rows_at_samples(commit_points(rows), [SAMPLES[3]])
-    assert [(r.group_id, r.as_of, r.lag_records) for r in at_samples] == [
-        (G, T0 + 90 * S, 300),
-        ("other", T0 + 90 * S, 360),
-    ]
 
 
 def test_lag_without_any_sample_keeps_the_commit_and_no_lag() -> None:
@@ -192,60 +186,3 @@ def test_lag_without_any_sample_keeps_the_commit_and_no_lag() -> None:
         None,
         None,
     )
-
-
-@pytest.mark.parametrize("seed", range(20))
-def test_latest_commits_give_the_rows_the_full_index_gives(seed: int) -> None:
-    """The streaming form (each group's one latest commit) against the indexed lookup."""
-    import random
-
-    from offsetscope.history.lag import CommitPoint
-
-    rng = random.Random(seed)
-    samples = []
-    hwm = 0
-    for k in range(rng.randint(0, 6)):
-        hwm += rng.randint(0, 40)
-        lso = hwm - rng.randint(0, 5) if rng.random() < 0.3 else -1
-        samples.append(EndOffsetSample("t", 0, rng.randint(0, 8), hwm, lso, T0 + 1_000 * k))
-    new = samples[-rng.randint(0, len(samples)) :] if samples else []
-    latest = [
-        CommitPoint(
-            f"g{g:02d}",
-            "t",
-            0,
-            None if rng.random() < 0.15 else rng.randint(0, max(hwm, 1)),
-            # often exactly at a sample's time: a commit then is in effect at that sample
-            T0 + 1_000 * rng.randint(-2, 7) + rng.choice([0, 0, rng.randint(-999, 999)]),
-            rng.randint(0, 10**6),
-        )
-        for g in rng.sample(range(60), rng.randint(0, 25))
-    ]
-    rc = {c.group_id for c in latest if rng.random() < 0.3}
-    times = {T0 + 1_000 * k - 1: T0 + 1_000 * k - rng.randint(0, 2_000) for k in range(8)}
-
-    def record_time(topic: str, partition: int, offset: int) -> int | None:
-        return None if offset % 3 == 0 else times[T0 + 1_000 * (offset % 8) - 1]
-
-    # The reference: each group's lag at each new sample, from the indexed commit lookup.
-    index = LagIndex(latest, samples)
-    expected = [
-        row
-        for s in sorted(new, key=lambda s: s.sampled_at)
-        for group_id in sorted({c.group_id for c in latest})
-        if (
-            row := index.lag(
-                group_id,
-                "t",
-                0,
-                s.sampled_at,
-                read_committed=group_id in rc,
-                record_time=record_time,
-            )
-        )
-        is not None
-    ]
-    got = LagIndex((), samples).latest_rows_at_samples(
-        latest, new, read_committed_groups=rc, record_time=record_time
-    )
-    assert got == expected

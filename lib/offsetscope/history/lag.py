@@ -180,7 +180,7 @@ class LagIndex:
         if commit is None or commit.offset is None:
             return None
         view = self._view(topic, partition, as_of)
-        return self._row(group_id, commit, view, read_committed, record_time, {})
+        return self._row(group_id, commit, view, read_committed, record_time)
 
     def _view(self, topic: str, partition: int, as_of: int) -> _SampleView:
         history = self.samples_until(topic, partition, as_of)
@@ -193,13 +193,8 @@ class LagIndex:
         view: _SampleView,
         read_committed: bool,
         record_time: RecordTime | None,
-        appended_at: dict[int, tuple[float | None, str | None]],
     ) -> PartitionLagRow:
-        """A group's lag row from its commit in effect and the partition's samples then.
-
-        ``appended_at`` remembers, per committed offset, when that record was appended (the
-        same for every group at that offset, and the costly part when segments are read).
-        """
+        """A group's lag row from its commit in effect and the partition's samples then."""
         topic, partition, as_of, sample = view.topic, view.partition, view.as_of, view.sample
         committed = commit.offset
         assert committed is not None  # the caller skips removed commits
@@ -216,12 +211,7 @@ class LagIndex:
         if lag_records == 0:
             lag_seconds, method = 0.0, "caught_up"
         else:
-            found = appended_at.get(committed)
-            if found is None:
-                found = appended_at[committed] = _append_time(
-                    topic, partition, committed, view.history, record_time
-                )
-            appended, method = found
+            appended, method = append_time(topic, partition, committed, view.history, record_time)
             lag_seconds = None if appended is None else max(0, as_of - appended) / 1000.0
         lost = max(0, sample.log_start_offset - committed)
         return PartitionLagRow(
@@ -269,39 +259,8 @@ class LagIndex:
                     out.append(row)
         return out
 
-    def latest_rows_at_samples(
-        self,
-        latest: Iterable[CommitPoint],
-        samples: Iterable[EndOffsetSample],
-        *,
-        read_committed_groups: Iterable[str] = (),
-        record_time: RecordTime | None = None,
-    ) -> list[PartitionLagRow]:
-        """Lag of every group in ``latest`` on each sample's partition, at the sample's time.
 
-        ``latest`` holds each group's only commit on its partition (the streaming fold keeps
-        just a group's latest position), so no commit history is indexed or searched: a commit
-        is in effect at a sample from its time on. Rows are ordered by sample, then group id;
-        each is what :meth:`lag` gives for that group and time.
-        """
-        rc = frozenset(read_committed_groups)
-        by_partition: dict[TopicPartitionKey, list[CommitPoint]] = {}
-        for c in sorted(latest, key=lambda c: c.group_id):
-            by_partition.setdefault((c.topic, c.partition), []).append(c)
-        out: list[PartitionLagRow] = []
-        for s in sorted(samples, key=lambda s: (s.topic, s.partition, s.sampled_at)):
-            view = self._view(s.topic, s.partition, s.sampled_at)
-            appended_at: dict[int, tuple[float | None, str | None]] = {}
-            for c in by_partition.get((s.topic, s.partition), ()):
-                if c.offset is None or c.at > s.sampled_at:
-                    continue
-                out.append(
-                    self._row(c.group_id, c, view, c.group_id in rc, record_time, appended_at)
-                )
-        return out
-
-
-def _append_time(
+def append_time(
     topic: str,
     partition: int,
     committed: int,

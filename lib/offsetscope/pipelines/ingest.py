@@ -78,7 +78,7 @@ from offsetscope.history.events import (
 )
 from offsetscope.history.groups import GroupInput, GroupState, fold_group
 from offsetscope.history.offsets import COMMITTED, OffsetsState, fold_offsets
-from offsetscope.history.rows import EndOffsetSample, OffsetCommitRow, PartitionLagRow
+from offsetscope.history.rows import EndOffsetSample, OffsetCommitRow
 from offsetscope.history.transactions import TxnIdState, fold_transactions
 from offsetscope.pipelines import commits, writes
 from offsetscope.pipelines import lag as lagmod
@@ -849,7 +849,7 @@ class IngestPipeline:
         }
         more = self._load_states(b, {st.POSITIONS: sorted(keys), st.SAMPLES: sorted(keys)})
         new_samples: list[EndOffsetSample] = []
-        lag_rows: list[PartitionLagRow] = []
+        lag_tables: list[pa.Table] = []
         by_tp: dict[tuple[str, int], list[EndOffsetSample]] = defaultdict(list)
         for s in samples:
             by_tp[(s.topic, s.partition)].append(s)
@@ -858,7 +858,7 @@ class IngestPipeline:
             pos_row = more.get((st.POSITIONS, key))
             before = lagmod.positions_from_json(pos_row.state if pos_row else None)
             current = lagmod.update_positions(before, updates.get(tp, ()))
-            if current != before:
+            if current is not before:
                 b.new_states.append(
                     st.StateRow(st.POSITIONS, key, lagmod.positions_to_json(current), None)
                 )
@@ -873,8 +873,8 @@ class IngestPipeline:
             if not fresh:
                 continue
             new_samples.extend(fresh)
-            lag_rows.extend(
-                lagmod.lag_rows(
+            lag_tables.append(
+                lagmod.lag_table(
                     tp[0],
                     tp[1],
                     current,
@@ -894,12 +894,10 @@ class IngestPipeline:
                 "end_offsets",
                 len(new_samples),
             )
-        if lag_rows:
+        lag = pa.concat_tables(lag_tables) if lag_tables else None
+        if lag is not None and lag.num_rows:
             self._append(
-                b,
-                lambda: writes.rows_table("partition_lag", lag_rows),
-                "partition_lag",
-                len(lag_rows),
+                b, lambda: writes.ms_table("partition_lag", lag), "partition_lag", lag.num_rows
             )
 
     # ------------------------------------------------------------------ audit

@@ -26,22 +26,56 @@ positions (``positions``) and the partition's recent samples (``samples``, for l
 interpolation), so a batch reads a few state rows, never the commit history. Lag in seconds is
 exact where the sampler can read data records (the segment sampler: the timestamp of the first
 unconsumed record) and interpolated from the samples otherwise (the Kafka sampler).
+
+Both are column-wise, because one partition can carry every group of the cluster: the
+positions state is ``["positions/2", [group ids, sorted], [offsets], [effective times],
+[record offsets]]`` (:class:`PartitionPositions`; the earlier ``{group: [offset, at, record
+offset]}`` object still loads), and a sample's lag rows come out as Arrow columns
+(:func:`lag_table`), not a row object per group.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
+import pyarrow as pa
+
 from offsetscope.config import Config
 from offsetscope.coordinator.clock import Clock
-from offsetscope.history.lag import CommitPoint, LagIndex, RecordTime
-from offsetscope.history.rows import EndOffsetSample, PartitionLagRow
+from offsetscope.history.lag import LagIndex, RecordTime, append_time
+from offsetscope.history.rows import EndOffsetSample
 from offsetscope.spark import logdir
 
+# The fold-state encoding of a partition's positions (PartitionPositions).
+POSITIONS_FORMAT = "positions/2"
+# partition_lag's columns as lag_table builds them (timestamps as epoch ms).
+LAG_SCHEMA = pa.schema(
+    [
+        ("group_id", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("as_of", pa.int64()),
+        ("read_committed", pa.bool_()),
+        ("committed_offset", pa.int64()),
+        ("committed_at", pa.int64()),
+        ("end_offset", pa.int64()),
+        ("high_watermark", pa.int64()),
+        ("last_stable_offset", pa.int64()),
+        ("log_start_offset", pa.int64()),
+        ("sampled_at", pa.int64()),
+        ("lag_records", pa.int64()),
+        ("lag_seconds", pa.float64()),
+        ("lag_method", pa.string()),
+        ("data_loss", pa.bool_()),
+        ("lost_records", pa.int64()),
+    ]
+)
 # Samples kept per partition for lag-in-seconds interpolation.
 RECENT_SAMPLES = 64
 # Data-record timestamps remembered by the segment sampler (see SegmentSampler.record_time).
@@ -171,21 +205,94 @@ class Position:
     at: int
     record_offset: int
 
-    def newer_than(self, other: Position) -> bool:
-        return (self.at, self.record_offset) > (other.at, other.record_offset)
+
+@dataclass(frozen=True, slots=True)
+class PartitionPositions:
+    """Every group's position on one data partition, column by column, in group-id order.
+
+    Column-wise because a partition can hold the positions of every group in the cluster
+    (100,000 groups x 20 partitions is 2,000,000 positions, loaded and saved every batch that
+    samples them): a ``Position`` object per group and a JSON object per group cost seconds
+    where four lists cost milliseconds.
+    """
+
+    groups: tuple[str, ...] = ()
+    offsets: tuple[int | None, ...] = ()  # None: the group's commit was removed (tombstone)
+    at: tuple[int, ...] = ()  # effective time of the commit, epoch ms
+    record_offsets: tuple[int, ...] = ()  # its __consumer_offsets record, for ties in time
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    def get(self, group_id: str) -> Position | None:
+        i = bisect.bisect_left(self.groups, group_id)
+        if i == len(self.groups) or self.groups[i] != group_id:
+            return None
+        return Position(group_id, self.offsets[i], self.at[i], self.record_offsets[i])
 
 
-def positions_from_json(text: str | None) -> dict[str, Position]:
+def positions_from_json(text: str | None) -> PartitionPositions:
+    """A partition's positions from ``fold_state``: ``["positions/2", groups, offsets, at,
+    record offsets]``, or the earlier ``{group: [offset, at, record offset]}``."""
     if not text:
-        return {}
+        return PartitionPositions()
     data = json.loads(text)
-    return {g: Position(g, v[0], v[1], v[2]) for g, v in data.items()}
+    if isinstance(data, dict):
+        items = sorted(data.items())
+        return PartitionPositions(
+            tuple(g for g, _ in items),
+            tuple(v[0] for _, v in items),
+            tuple(v[1] for _, v in items),
+            tuple(v[2] for _, v in items),
+        )
+    tag, groups, offsets, at, record_offsets = data
+    if tag != POSITIONS_FORMAT:
+        raise ValueError(f"fold_state positions: unknown format {tag!r}")
+    return PartitionPositions(tuple(groups), tuple(offsets), tuple(at), tuple(record_offsets))
 
 
-def positions_to_json(positions: Mapping[str, Position]) -> str:
+def positions_to_json(positions: PartitionPositions) -> str:
+    p = positions
     return json.dumps(
-        {g: [p.offset, p.at, p.record_offset] for g, p in sorted(positions.items())},
-        separators=(",", ":"),
+        [POSITIONS_FORMAT, p.groups, p.offsets, p.at, p.record_offsets], separators=(",", ":")
+    )
+
+
+def update_positions(
+    current: PartitionPositions, updates: Iterable[Position]
+) -> PartitionPositions:
+    """Apply commit updates; the newest (by effective time, then record offset) wins, and on
+    a tie the position already held. Returns ``current`` itself when nothing changed."""
+    index: dict[str, int] | None = None
+    groups, offsets, at, record_offsets = (
+        list(current.groups),
+        list(current.offsets),
+        list(current.at),
+        list(current.record_offsets),
+    )
+    changed = added = False
+    for p in updates:
+        if index is None:
+            index = {g: i for i, g in enumerate(groups)}
+        i = index.get(p.group_id)
+        if i is None:
+            index[p.group_id] = len(groups)
+            groups.append(p.group_id)
+            offsets.append(p.offset)
+            at.append(p.at)
+            record_offsets.append(p.record_offset)
+            changed = added = True
+        elif (p.at, p.record_offset) > (at[i], record_offsets[i]):
+            offsets[i], at[i], record_offsets[i] = p.offset, p.at, p.record_offset
+            changed = True
+    if not changed:
+        return current
+    order = sorted(range(len(groups)), key=groups.__getitem__) if added else range(len(groups))
+    return PartitionPositions(
+        tuple(groups[i] for i in order),
+        tuple(offsets[i] for i in order),
+        tuple(at[i] for i in order),
+        tuple(record_offsets[i] for i in order),
     )
 
 
@@ -219,37 +326,85 @@ def samples_to_json(samples: Sequence[EndOffsetSample]) -> str:
     )
 
 
-def update_positions(
-    current: Mapping[str, Position], updates: Iterable[Position]
-) -> dict[str, Position]:
-    """Apply commit updates; the newest (by effective time, then record offset) wins."""
-    out = dict(current)
-    for p in updates:
-        old = out.get(p.group_id)
-        if old is None or p.newer_than(old):
-            out[p.group_id] = p
-    return out
-
-
-def lag_rows(
+def lag_table(
     topic: str,
     partition: int,
-    positions: Mapping[str, Position],
+    positions: PartitionPositions,
     history: Sequence[EndOffsetSample],
     new: Sequence[EndOffsetSample],
     read_committed_groups: Iterable[str],
     record_time: RecordTime | None = None,
-) -> list[PartitionLagRow]:
-    """Lag of every group with a position on the partition, at each new sample's time.
+) -> pa.Table:
+    """Lag of every group with a position on the partition, at each new sample's time, as
+    ``partition_lag`` columns (timestamps in epoch ms, for :func:`~.writes.ms_table`).
 
-    ``record_time`` (the sampler's) gives exact lag in seconds where data records are readable;
-    without it, or where it returns None, lag in seconds is interpolated from the samples.
+    Rows are ordered by sample time, then group id; each is the row
+    :meth:`offsetscope.history.lag.LagIndex.lag` gives for that group and time with the
+    group's position as its only commit: a position is in effect from its time on, a removed
+    one (no offset) has no row. Computed over the partition's groups at once; only the
+    append time of each distinct committed offset behind the end is looked up one by one
+    (``record_time`` where the sampler can read data records, else interpolated from the
+    samples): it is the same for every group at that offset, and the costly part when
+    segments are read.
     """
-    latest = [
-        CommitPoint(p.group_id, topic, partition, p.offset, p.at, p.record_offset)
-        for p in positions.values()
-    ]
     index = LagIndex((), [*history, *new])
-    return index.latest_rows_at_samples(
-        latest, new, read_committed_groups=read_committed_groups, record_time=record_time
-    )
+    rc = frozenset(read_committed_groups)
+    live = np.array([o is not None for o in positions.offsets], dtype=bool)
+    committed_all = np.array([o if o is not None else 0 for o in positions.offsets], np.int64)
+    at = np.array(positions.at, dtype=np.int64)
+    in_rc = np.array([g in rc for g in positions.groups], dtype=bool)
+    groups = pa.array(positions.groups, pa.string())
+    parts: list[pa.Table] = []
+    for s in sorted(new, key=lambda s: s.sampled_at):
+        seen = index.samples_until(topic, partition, s.sampled_at)
+        sample = seen[-1]  # the latest sample at or before this one's time (it, or a tie)
+        rows = np.flatnonzero(live & (at <= s.sampled_at))
+        n = rows.size
+        committed = committed_all[rows]
+        rc_rows = in_rc[rows]
+        lso = sample.last_stable_offset if sample.last_stable_offset >= 0 else None
+        end = (
+            np.where(rc_rows, lso, sample.high_watermark)
+            if lso is not None
+            else np.full(n, sample.high_watermark, np.int64)
+        )
+        lag_records = np.maximum(0, end - committed)
+        lost = np.maximum(0, sample.log_start_offset - committed)
+        behind = lag_records > 0
+        distinct, which = np.unique(committed[behind], return_inverse=True)
+        found = [append_time(topic, partition, int(c), seen, record_time) for c in distinct]
+        appended = np.array([np.nan if t is None else t for t, _ in found], np.float64)
+        methods = np.array([m for _, m in found], dtype=object)
+        lag_seconds = np.zeros(n, np.float64)
+        method = np.full(n, "caught_up", dtype=object)
+        if distinct.size:
+            lag_seconds[behind] = np.maximum(0, s.sampled_at - appended[which]) / 1000.0
+            method[behind] = methods[which]
+        unknown = np.isnan(lag_seconds)  # no append time found: its method is None too
+        parts.append(
+            pa.table(
+                {
+                    "group_id": groups.take(pa.array(rows)),
+                    "topic": pa.repeat(topic, n),
+                    "partition": pa.repeat(pa.scalar(partition, pa.int32()), n),
+                    "as_of": pa.repeat(pa.scalar(s.sampled_at, pa.int64()), n),
+                    "read_committed": pa.array(rc_rows),
+                    "committed_offset": pa.array(committed),
+                    "committed_at": pa.array(at[rows]),
+                    "end_offset": pa.array(end.astype(np.int64)),
+                    "high_watermark": pa.repeat(pa.scalar(sample.high_watermark, pa.int64()), n),
+                    "last_stable_offset": pa.repeat(pa.scalar(lso, pa.int64()), n),
+                    "log_start_offset": pa.repeat(
+                        pa.scalar(sample.log_start_offset, pa.int64()), n
+                    ),
+                    "sampled_at": pa.repeat(pa.scalar(sample.sampled_at, pa.int64()), n),
+                    "lag_records": pa.array(lag_records.astype(np.int64)),
+                    "lag_seconds": pa.array(lag_seconds, mask=unknown),
+                    "lag_method": pa.array(method, pa.string()),
+                    "data_loss": pa.array(lost > 0),
+                    "lost_records": pa.array(lost.astype(np.int64)),
+                },
+                schema=LAG_SCHEMA,
+            )
+        )
+    return pa.concat_tables(parts) if parts else LAG_SCHEMA.empty_table()
