@@ -361,13 +361,24 @@ def _on_kafka39(zk: kafka39.Jvm, scale: float, runs: int) -> tuple[str, list[Met
     for d in data.iterdir():
         if d.name.startswith(("__consumer_offsets-", f"{TOPIC}-")):
             shutil.copytree(d, logs / d.name)
-    from bench.pipeline import ingest_once
+    from bench.pipeline import floor_metric, ingest_once
 
     ours = ingest_once(logs, 1_000_000, "kafka39")
     pipeline_rate = ours["records"] / ours["seconds"]
     burrow_rates = [commits / s for s in times]
     input_text = f"{label}; Burrow from process start to its HTTP API showing every last offset"
+    same_records = f"the same broker's __consumer_offsets segments ({ours['records']:,} records)"
+    floor = floor_metric(logs, 1_000_000, 1, same_records, "floor-kafka39", "burrow_input")
     return text, [
+        floor,
+        Metric(
+            "floor_vs_burrow_ratio",
+            "x",
+            [floor.median / r for r in burrow_rates],
+            input_text,
+            "burrow_input_floor_records_per_s / Burrow records/s: the most any Spark + Delta "
+            "ingest reaches against Burrow here",
+        ),
         Metric(
             "burrow_records_per_s", "records/s", burrow_rates, input_text, "Debian burrow 1.2.1"
         ),
@@ -375,7 +386,7 @@ def _on_kafka39(zk: kafka39.Jvm, scale: float, runs: int) -> tuple[str, list[Met
             "pipeline_on_burrow_input_records_per_s",
             "records/s",
             [pipeline_rate],
-            f"the same broker's __consumer_offsets segments ({ours['records']:,} records)",
+            same_records,
             "offsetscope ingest, log directory -> Delta, local[2], tables created beforehand",
             extra={"phase_seconds_total": ours["batches"][0]["phases"] if ours["batches"] else {}},
         ),

@@ -257,6 +257,51 @@ def timed_ingest(spark: Any, cfg: Any) -> dict[str, Any]:
     return {"records": sum(r["rows_in"] for r in reports), "seconds": seconds, "batches": reports}
 
 
+def floor_worker(spec: dict[str, Any]) -> dict[str, Any]:
+    """The least a Spark + Delta ingest of ``spec['log_dir']`` costs on this machine: the same
+    streaming query over the same segment source, each micro-batch appended to ``raw_records``
+    as read (the bronze copy every design keeps) and nothing else -- no decode, no other table,
+    no fold, no quality gate, no audit. Timed like :func:`timed_ingest`, from the query's start
+    to the end of its last batch, with the tables created beforehand."""
+    from offsetscope.coordinator.clock import SystemClock
+    from offsetscope.pipelines import ingest, writes
+    from offsetscope.spark import sources
+    from offsetscope.spark.tables import ensure_tables, table_name
+
+    out, cfg, spark = worker_session(spec, "offsetscope_floor", "offsetscope-bench-floor")
+    try:
+        ensure_tables(spark, cfg, ("raw_records",))
+        wall = SystemClock()
+
+        def append(batch: Any, batch_id: int) -> None:
+            raw = batch.coalesce(cfg.spark.shuffle_partitions)
+            frame = ingest.bronze_frame(raw, batch_id, wall.now_ms())
+            writes.append(frame, cfg, "raw_records", query_name="floor", batch_id=batch_id)
+
+        began = time.perf_counter()
+        query = (
+            sources.segment_stream(spark, cfg, spec["log_dir"])
+            .writeStream.foreachBatch(append)
+            .option("checkpointLocation", str(out / "checkpoint"))
+            .start()
+        )
+        try:
+            query.processAllAvailable()
+        finally:
+            query.stop()
+        seconds = time.perf_counter() - began
+        records = spark.table(table_name(cfg, "raw_records")).count()
+    finally:
+        spark.stop()
+    return {"records": records, "seconds": seconds}
+
+
+def floor_once(log_dir: Path, max_records_per_trigger: int, tag: str) -> dict[str, Any]:
+    """:func:`floor_worker` over ``log_dir`` in a child process."""
+    spec = {"log_dir": str(log_dir), "max_records_per_trigger": max_records_per_trigger}
+    return run_worker("--floor", spec, tag)
+
+
 def run_worker(
     mode: str, spec: dict[str, Any], tag: str, *, module: str = "bench.pipeline"
 ) -> dict[str, Any]:
@@ -317,6 +362,7 @@ def run(runs: int = 3, scale: float = 1.0) -> list[Metric]:
         )
         results.append(res)
     metrics = throughput_metrics(results, described, per_trigger)
+    metrics.append(floor_metric(source.log_dir, per_trigger, runs, described, "floor"))
     scaling_input = Input(max(10, int(SCALING_GROUPS * scale)), SCALING_DURATION_S)
     scaling_input.generate()
     metrics.extend(history_scaling(scaling_input, runs))
@@ -354,6 +400,26 @@ def throughput_metrics(
         for role in last["peak_rss_mib"]
     )
     return metrics
+
+
+def floor_metric(
+    log_dir: Path, per_trigger: int, runs: int, described: str, tag: str, name: str = "pipeline"
+) -> Metric:
+    """``<name>_floor_records_per_s``: :func:`floor_worker` over ``log_dir``, ``runs`` times."""
+    rates = []
+    for i in range(runs):
+        res = floor_once(log_dir, per_trigger, f"{tag}-{i}")
+        rates.append(res["records"] / res["seconds"])
+        print(f"  floor run {i}: {res['records']:,} records in {res['seconds']:.1f} s", flush=True)
+    return Metric(
+        f"{name}_floor_records_per_s",
+        "records/s",
+        rates,
+        described,
+        "the least a Spark + Delta ingest costs here: the same streaming query and segment "
+        "source, each micro-batch only appended to raw_records (no decode, no other table), "
+        "timed the same way",
+    )
 
 
 def _bench_config(spec: dict[str, Any], out: Path, schema: str) -> Any:
@@ -515,8 +581,9 @@ def scaling_metric(
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] in ("--worker", "--scaling"):
-        job = worker if sys.argv[1] == "--worker" else scaling_worker
+    jobs = {"--worker": worker, "--scaling": scaling_worker, "--floor": floor_worker}
+    if len(sys.argv) == 4 and sys.argv[1] in jobs:
+        job = jobs[sys.argv[1]]
         outcome = job(json.loads(sys.argv[2]))
         Path(sys.argv[3]).write_text(json.dumps(outcome))
     else:
