@@ -296,12 +296,6 @@ def floor_worker(spec: dict[str, Any]) -> dict[str, Any]:
     return {"records": records, "seconds": seconds}
 
 
-def floor_once(log_dir: Path, max_records_per_trigger: int, tag: str) -> dict[str, Any]:
-    """:func:`floor_worker` over ``log_dir`` in a child process."""
-    spec = {"log_dir": str(log_dir), "max_records_per_trigger": max_records_per_trigger}
-    return run_worker("--floor", spec, tag)
-
-
 def run_worker(
     mode: str, spec: dict[str, Any], tag: str, *, module: str = "bench.pipeline"
 ) -> dict[str, Any]:
@@ -326,10 +320,13 @@ def run_worker(
     return result
 
 
-def ingest_once(log_dir: Path, max_records_per_trigger: int, tag: str) -> dict[str, Any]:
-    """The ingest query over ``log_dir`` in a child process (:func:`worker`)."""
+def ingest_once(
+    log_dir: Path, max_records_per_trigger: int, tag: str, mode: str = "--worker"
+) -> dict[str, Any]:
+    """The ingest query over ``log_dir`` in a child process (:func:`worker`; ``--floor``:
+    :func:`floor_worker`)."""
     spec = {"log_dir": str(log_dir), "max_records_per_trigger": max_records_per_trigger}
-    return run_worker("--worker", spec, tag)
+    return run_worker(mode, spec, tag)
 
 
 def _phase_totals(batches: list[dict[str, Any]]) -> dict[str, float]:
@@ -408,7 +405,7 @@ def floor_metric(
     """``<name>_floor_records_per_s``: :func:`floor_worker` over ``log_dir``, ``runs`` times."""
     rates = []
     for i in range(runs):
-        res = floor_once(log_dir, per_trigger, f"{tag}-{i}")
+        res = ingest_once(log_dir, per_trigger, f"{tag}-{i}", "--floor")
         rates.append(res["records"] / res["seconds"])
         print(f"  floor run {i}: {res['records']:,} records in {res['seconds']:.1f} s", flush=True)
     return Metric(

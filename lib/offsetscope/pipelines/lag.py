@@ -50,32 +50,13 @@ from offsetscope.config import Config
 from offsetscope.coordinator.clock import Clock
 from offsetscope.history.lag import LagIndex, RecordTime, append_time
 from offsetscope.history.rows import EndOffsetSample
+from offsetscope.pipelines import writes
 from offsetscope.spark import logdir
 
 # The fold-state encoding of a partition's positions (PartitionPositions).
 POSITIONS_FORMAT = "positions/2"
 # partition_lag's columns as lag_table builds them (timestamps as epoch ms).
-LAG_SCHEMA = pa.schema(
-    [
-        ("group_id", pa.string()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("as_of", pa.int64()),
-        ("read_committed", pa.bool_()),
-        ("committed_offset", pa.int64()),
-        ("committed_at", pa.int64()),
-        ("end_offset", pa.int64()),
-        ("high_watermark", pa.int64()),
-        ("last_stable_offset", pa.int64()),
-        ("log_start_offset", pa.int64()),
-        ("sampled_at", pa.int64()),
-        ("lag_records", pa.int64()),
-        ("lag_seconds", pa.float64()),
-        ("lag_method", pa.string()),
-        ("data_loss", pa.bool_()),
-        ("lost_records", pa.int64()),
-    ]
-)
+LAG_SCHEMA = writes.ms_schema("partition_lag")
 # Samples kept per partition for lag-in-seconds interpolation.
 RECENT_SAMPLES = 64
 # Data-record timestamps remembered by the segment sampler (see SegmentSampler.record_time).
@@ -221,9 +202,6 @@ class PartitionPositions:
     at: tuple[int, ...] = ()  # effective time of the commit, epoch ms
     record_offsets: tuple[int, ...] = ()  # its __consumer_offsets record, for ties in time
 
-    def __len__(self) -> int:
-        return len(self.groups)
-
     def get(self, group_id: str) -> Position | None:
         i = bisect.bisect_left(self.groups, group_id)
         if i == len(self.groups) or self.groups[i] != group_id:
@@ -263,17 +241,18 @@ def update_positions(
 ) -> PartitionPositions:
     """Apply commit updates; the newest (by effective time, then record offset) wins, and on
     a tie the position already held. Returns ``current`` itself when nothing changed."""
-    index: dict[str, int] | None = None
+    updates = list(updates)
+    if not updates:
+        return current
     groups, offsets, at, record_offsets = (
         list(current.groups),
         list(current.offsets),
         list(current.at),
         list(current.record_offsets),
     )
+    index = {g: i for i, g in enumerate(groups)}
     changed = added = False
     for p in updates:
-        if index is None:
-            index = {g: i for i, g in enumerate(groups)}
         i = index.get(p.group_id)
         if i is None:
             index[p.group_id] = len(groups)

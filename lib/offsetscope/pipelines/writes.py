@@ -172,6 +172,15 @@ def records_table(logical: str, records: Sequence[Mapping[str, Any]]) -> pa.Tabl
     return pa.Table.from_pylist(list(records), schema=schema)
 
 
+def ms_schema(logical: str) -> pa.Schema:
+    """A table's written columns with timestamps as epoch-ms integers: what :func:`ms_table`
+    takes (nested timestamps are :func:`ms_table`'s to refuse)."""
+    return pa.schema(
+        f.with_type(pa.int64()) if pa.types.is_timestamp(f.type) else f
+        for f in catalogue.arrow_schema(catalogue.spec(logical))
+    )
+
+
 def ms_table(logical: str, table: pa.Table) -> pa.Table:
     """Columns of a table's rows (its written columns, timestamps as epoch-ms integers) as Arrow
     with the table's schema: :func:`records_table` column by column, for rows that arrive as
