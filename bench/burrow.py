@@ -4,7 +4,7 @@
 package (1.2.1 in bookworm; binary ``/usr/bin/Burrow``) when absent and keeps the installer's
 output in ``.work/bench/burrow/install.log``.
 
-This benchmark then starts a harness broker of its own (``offsetscope.harness.broker``, the
+This benchmark then starts a harness broker of its own (``offsetscope.verify.harness.broker``, the
 Kafka release in ``build/jvm/kafka``, work folder ``.work/bench/kafka/burrow``), commits offsets
 for ``GROUPS`` groups on a ``PARTITIONS``-partition topic with a real client, and starts Burrow
 configured to consume that broker's ``__consumer_offsets`` (config in
@@ -303,7 +303,7 @@ def _on_harness_broker(zk: kafka39.Jvm | None) -> str:
     import dataclasses
 
     from offsetscope import config
-    from offsetscope.harness.broker import Broker, broker_version
+    from offsetscope.verify.harness.broker import Broker, broker_version
 
     base = config.load("local")
     broker_cfg = dataclasses.replace(
@@ -316,7 +316,7 @@ def _on_harness_broker(zk: kafka39.Jvm | None) -> str:
         existing.stop()
     handle = broker.start(fresh=True, tie_to_parent=True)
     try:
-        from offsetscope.harness.clients import create_topic
+        from offsetscope.verify.harness.clients import create_topic
 
         create_topic(handle.bootstrap, TOPIC, PARTITIONS)
         final = _commit_rounds(handle.bootstrap, GROUPS, PARTITIONS, 1)
@@ -332,7 +332,7 @@ def _on_harness_broker(zk: kafka39.Jvm | None) -> str:
 
 def _on_kafka39(zk: kafka39.Jvm, scale: float, runs: int) -> tuple[str, list[Metric]]:
     """Burrow and offsetscope's pipeline on the same Kafka 3.9 ``__consumer_offsets``."""
-    from offsetscope.harness.clients import create_topic
+    from offsetscope.verify.harness.clients import create_topic
 
     groups = max(2, int(K39_GROUPS * scale))
     broker = kafka39.start_broker(WORK / "kafka39")

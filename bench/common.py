@@ -114,7 +114,7 @@ def harness_broker(name: str) -> Iterator[Any]:
     import shutil
 
     from offsetscope import config
-    from offsetscope.harness.broker import Broker
+    from offsetscope.verify.harness.broker import Broker
 
     broker = Broker(dataclasses.replace(config.load("local").broker, name=name))
     handle = broker.start(fresh=True, tie_to_parent=True)

@@ -276,7 +276,7 @@ def run(runs: int = 3, scale: float = 1.0) -> list[Metric]:
         f"{counts['commits']:,} offset commits + {counts['group_records']:,} group metadata "
         f"+ {counts['txn_records']:,} txn records, {size_mb:.0f} MiB of segments"
     )
-    from offsetscope.harness.broker import dump_log_command, tools_version
+    from offsetscope.verify.harness.broker import dump_log_command, tools_version
 
     tools = tools_version()
     status_format = "name" if tuple(int(p) for p in tools.split(".")[:2]) >= (4, 4) else "number"

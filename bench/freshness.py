@@ -99,11 +99,11 @@ class CommitLoad:
 def worker(spec: dict[str, Any]) -> dict[str, Any]:
     """Broker, load and query in this process; returns per-commit freshness and batch times."""
     from offsetscope import config
-    from offsetscope.harness import clients
     from offsetscope.pipelines import ingest
     from offsetscope.protocol.records import OFFSETS_TOPIC
     from offsetscope.spark.session import build_session
     from offsetscope.spark.tables import ensure_tables
+    from offsetscope.verify.harness import clients
 
     out = Path(spec["out"]).resolve()
     shutil.rmtree(out, ignore_errors=True)

@@ -84,7 +84,7 @@ class Input:
         if manifest.exists():
             data: dict[str, Any] = json.loads(manifest.read_text())
             return data
-        from offsetscope.scenarios.cli import simulate_to
+        from offsetscope.sim.scenarios.run import simulate_to
 
         shutil.rmtree(self.root, ignore_errors=True)
         began = time.perf_counter()
@@ -263,9 +263,9 @@ def floor_worker(spec: dict[str, Any]) -> dict[str, Any]:
     as read (the bronze copy every design keeps) and nothing else -- no decode, no other table,
     no fold, no quality gate, no audit. Timed like :func:`timed_ingest`, from the query's start
     to the end of its last batch, with the tables created beforehand."""
-    from offsetscope.coordinator.clock import SystemClock
-    from offsetscope.pipelines import ingest, writes
-    from offsetscope.spark import sources
+    from offsetscope.clock import SystemClock
+    from offsetscope.pipelines import ingest
+    from offsetscope.spark import sources, writes
     from offsetscope.spark.tables import ensure_tables, table_name
 
     out, cfg, spark = worker_session(spec, "offsetscope_floor", "offsetscope-bench-floor")

@@ -2,7 +2,7 @@
 
 Input: the same ``simulate scale`` scenario as :mod:`bench.pipeline` (same groups, duration and
 seed, so the same records), mirrored record by record to a fresh harness broker
-(``offsetscope.scenarios.mirror.mirror_to_broker``: internal topics cannot be produced to, so
+(``offsetscope.sim.scenarios.mirror.mirror_to_broker``: internal topics cannot be produced to, so
 ``__consumer_offsets`` goes to a compacted mirror topic with the same partitions, keys, values and
 order; data topics under their own names, so the end-offset sampler finds them and lag is
 computed as on the log-directory run; timestamps shifted to now so retention keeps them).
@@ -43,9 +43,9 @@ TRANSACTION_MIRROR = "mirror.transaction_state"
 def worker(spec: dict[str, Any]) -> dict[str, Any]:
     """Broker, mirror and query in this process; returns records, seconds and batch reports."""
     from offsetscope import config
-    from offsetscope.scenarios.engine import simulate
-    from offsetscope.scenarios.mirror import MirrorNames, mirror_to_broker
-    from offsetscope.scenarios.spec import load_scenario
+    from offsetscope.sim.scenarios.engine import simulate
+    from offsetscope.sim.scenarios.mirror import MirrorNames, mirror_to_broker
+    from offsetscope.sim.scenarios.spec import load_scenario
     from offsetscope.spark.session import build_session
     from offsetscope.spark.tables import ensure_tables
 

@@ -22,7 +22,7 @@ $(JVM_STAMP): $(JVM_POMS) $(PYSPARK_JARS) | $(STAMP)
 	$(MVN) -q -B -Dstyle.color=never -Djvm.out=$(CURDIR)/$(JVM_STAGING) -f deploy/jvm/pom.xml package
 	for m in $(JVM_MODULES); do rm -rf $(JVM_DIR)/$$m && mv $(JVM_STAGING)/$$m $(JVM_DIR)/$$m; done
 	rmdir $(JVM_STAGING)
-	$(PY) -m offsetscope.harness.jars check
+	$(PY) -m offsetscope.verify.harness.jars check
 	@du -sh $(addprefix $(JVM_DIR)/,$(JVM_MODULES))
 	touch $@
 

@@ -1,20 +1,20 @@
-# The project's single-node KRaft broker (lib/offsetscope/harness/broker.py), configured by the
+# The project's single-node KRaft broker (lib/offsetscope/verify/harness/broker.py), configured by the
 # [broker] section of conf/; data and logs under .work/kafka/<name>/. Pass ENV=<env> for
 # conf/<env>.toml and BROKER=<name> for a second broker next to the default one.
 ENV ?= local
 BROKER_ARGS = --env $(ENV) $(if $(BROKER),--name $(BROKER))
 
 kafka-up: install ## start the local Kafka broker (prints its bootstrap address)
-	$(PY) -m offsetscope.harness.broker up $(BROKER_ARGS)
+	$(PY) -m offsetscope.verify.harness.broker up $(BROKER_ARGS)
 
 kafka-down: ## stop the local Kafka broker (KEEP its data; kafka-wipe deletes it)
-	$(PY) -m offsetscope.harness.broker down $(BROKER_ARGS)
+	$(PY) -m offsetscope.verify.harness.broker down $(BROKER_ARGS)
 
 kafka-wipe: ## stop the local Kafka broker and delete its data and logs
-	$(PY) -m offsetscope.harness.broker down --wipe $(BROKER_ARGS)
+	$(PY) -m offsetscope.verify.harness.broker down --wipe $(BROKER_ARGS)
 
 kafka-status: ## is the local Kafka broker running, and where
-	@$(PY) -m offsetscope.harness.broker status $(BROKER_ARGS) || test $$? -eq 3  # 3 = not running
+	@$(PY) -m offsetscope.verify.harness.broker status $(BROKER_ARGS) || test $$? -eq 3  # 3 = not running
 
 .PHONY: kafka-up kafka-down kafka-wipe kafka-status
 

@@ -1,4 +1,4 @@
-# Kafka's DumpLogSegments as the oracle for offsetscope's decoder (lib/offsetscope/oracle.py):
+# Kafka's DumpLogSegments as the oracle for offsetscope's decoder (lib/offsetscope/verify/oracle.py):
 # a fresh harness broker under .work/kafka/oracle/, driven by real clients through every
 # scenario plus commit traffic, stopped, then every __consumer_offsets / __transaction_state
 # segment is dumped by Kafka's tool and decoded by offsetscope and compared record by record.
@@ -8,6 +8,6 @@
 ORACLE_ARGS ?=
 
 oracle: install ## DumpLogSegments vs offsetscope on a real broker's internal topics (~2 min)
-	$(PY) -m offsetscope.oracle --env $(or $(ENV),local) $(ORACLE_ARGS)
+	$(PY) -m offsetscope.verify.oracle --env $(or $(ENV),local) $(ORACLE_ARGS)
 
 .PHONY: oracle

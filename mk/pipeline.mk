@@ -3,14 +3,12 @@
 # ENV picks conf/<ENV>.toml (default local); CONF adds a further TOML file.
 PIPELINE_ARGS = --env $(or $(ENV),local) $(if $(CONF),--conf $(CONF))
 SQL ?= SELECT group_id, state, generation, member_count, rebalances_1h FROM groups_current ORDER BY group_id
-THROUGHPUT_RECORDS ?= 1000000
-THROUGHPUT_OUT ?= .work/throughput
 
 ingest: install ## run the ingest query per conf/ ([sources], [pipeline]); a line per micro-batch
 	$(PY) -m jobs.ingest $(PIPELINE_ARGS)
 
 sql: install ## answer SQL="..." from the offsetscope tables (default: the current groups)
-	$(PY) -m offsetscope.spark.cli sql "$(SQL)" $(PIPELINE_ARGS)
+	$(PY) -m offsetscope.cli sql "$(SQL)" $(PIPELINE_ARGS)
 
 test-spark: install ## Spark transform tests and segment-directory streaming tests (one JVM)
 	$(PY) -m pytest -m "(spark or streaming) and not kafka and not slow" -q tests/spark tests/streaming
@@ -18,7 +16,5 @@ test-spark: install ## Spark transform tests and segment-directory streaming tes
 test-streaming: install ## the streaming suite only: segment source, ingest restart, live broker
 	$(PY) -m pytest -m "streaming and not slow" -q tests/streaming
 
-pipeline-throughput: install ## ingest a THROUGHPUT_RECORDS synthetic log on local Spark; records/s
-	$(PY) -m offsetscope.pipelines.throughput --records $(THROUGHPUT_RECORDS) --out $(THROUGHPUT_OUT) $(PIPELINE_ARGS)
 
-.PHONY: ingest sql test-spark test-streaming pipeline-throughput
+.PHONY: ingest sql test-spark test-streaming

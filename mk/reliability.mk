@@ -5,7 +5,7 @@ CORPUS_OUT ?= .work/corpus
 
 corpus: install ## CORPUS_RECORDS hostile records through the ingest pipeline; accounting + peak RSS
 	rm -rf $(CORPUS_OUT) $(CORPUS_OUT)-pipeline
-	$(PY) -m offsetscope.corpus --records $(CORPUS_RECORDS) --seed $(CORPUS_SEED) --out $(CORPUS_OUT) --ingest
+	$(PY) -m offsetscope.verify.corpus --records $(CORPUS_RECORDS) --seed $(CORPUS_SEED) --out $(CORPUS_OUT) --ingest
 
 .PHONY: corpus
 
@@ -26,6 +26,6 @@ CHAOS_KILLS_PER_CHAIN ?= 5
 CHAOS_OUT ?= .work/chaos
 
 chaos: install ## SIGKILL the ingest driver CHAOS_TRIALS times (timed / inside a Delta commit), restart, compare every table
-	$(PY) -m offsetscope.chaos --trials $(CHAOS_TRIALS) --kills-per-chain $(CHAOS_KILLS_PER_CHAIN) --seed $(CHAOS_SEED) --out $(CHAOS_OUT)
+	$(PY) -m offsetscope.verify.chaos --trials $(CHAOS_TRIALS) --kills-per-chain $(CHAOS_KILLS_PER_CHAIN) --seed $(CHAOS_SEED) --out $(CHAOS_OUT)
 
 .PHONY: chaos

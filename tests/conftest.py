@@ -2,7 +2,7 @@
 
 * ``offsetscope_config``: the ``local`` configuration (``conf/base.toml`` + ``conf/local.toml``).
 * ``kafka_broker`` (tests marked ``kafka``): a single-node KRaft broker from ``build/jvm/kafka``
-  (:mod:`offsetscope.harness.broker`), started fresh once per run under
+  (:mod:`offsetscope.verify.harness.broker`), started fresh once per run under
   ``.work/kafka/pytest-<pid>/`` on free loopback ports, stopped at the end of the run however
   the run ends (Linux also SIGTERMs it if pytest itself is killed). Its folder is deleted after
   a run without failures and kept for inspection otherwise; a broker that died during the run
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from offsetscope import config
-from offsetscope.harness.broker import Broker, BrokerHandle
+from offsetscope.verify.harness.broker import Broker, BrokerHandle
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

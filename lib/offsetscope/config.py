@@ -308,7 +308,7 @@ class BrokerConfig:
     ``server.properties`` and the chosen ports live under ``<work_dir>/<name>/``. The named
     settings map to Kafka broker properties (named in the comments); ``properties`` adds or
     overrides any other ``server.properties`` entry verbatim. Paths are relative to the project
-    root (the folder holding ``conf/``). See :mod:`offsetscope.harness.broker`.
+    root (the folder holding ``conf/``). See :mod:`offsetscope.verify.harness.broker`.
     """
 
     jars_dir: str = "build/jvm/kafka"

@@ -30,7 +30,7 @@ from pyspark.sql import SparkSession
 
 from offsetscope.protocol.log import read_partition_dir
 from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC
-from offsetscope.scenarios.cli import simulate_to
+from offsetscope.sim.scenarios.run import simulate_to
 
 # Several minutes on the project's 2-core machine (the ingest job's micro-batch in an executor,
 # plus the cluster and the submitted driver's JVM): `make test-cluster` runs it.

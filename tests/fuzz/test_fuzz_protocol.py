@@ -2,7 +2,7 @@
 
 Four targets, each run in rounds of ``FUZZ_ROUND`` examples with a fresh seed per round until
 its share of ``FUZZ_SECONDS`` is spent. Inputs are real and synthetic internal-topic records
-(the hostile corpus's seeds, :mod:`offsetscope.corpus`) mutated by flips, cuts, insertions and
+(the hostile corpus's seeds, :mod:`offsetscope.verify.corpus`) mutated by flips, cuts, insertions and
 overwrites with boundary integers, or raw bytes:
 
 * ``decode_record``: returns a record or raises a :class:`~offsetscope.protocol.errors.DecodeError`
@@ -33,7 +33,6 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from offsetscope import corpus
 from offsetscope.protocol import consumer_protocol as cp
 from offsetscope.protocol import errors
 from offsetscope.protocol.arrow_decode import DECODED_SCHEMA, _slow_path, decode_batch, raw_batch
@@ -48,6 +47,7 @@ from offsetscope.protocol.log import (
 )
 from offsetscope.protocol.log.compression import Compression
 from offsetscope.protocol.log.writer import RecordSpec
+from offsetscope.verify import corpus
 
 pytestmark = pytest.mark.slow
 

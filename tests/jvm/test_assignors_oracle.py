@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from offsetscope.coordinator.assignors import (
+from offsetscope.sim.coordinator.assignors import (
     AssignmentError,
     Assignor,
     ClusterMetadata,
@@ -34,12 +34,12 @@ from offsetscope.coordinator.assignors import (
     TopicPartition,
     assignor_by_name,
 )
-from offsetscope.coordinator.assignors.userdata import (
+from offsetscope.sim.coordinator.assignors.userdata import (
     cooperative_member_data,
     encode_sticky_user_data,
     sticky_member_data,
 )
-from offsetscope.coordinator.java import (
+from offsetscope.sim.coordinator.java import (
     JavaHashMap,
     java_string_hash,
     topic_partition_hash,

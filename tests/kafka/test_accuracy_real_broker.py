@@ -1,7 +1,7 @@
 """Accuracy on real traffic: real confluent-kafka clients drive the harness broker (rebalances,
 manual commits, transactions committed and aborted with offsets), Spark's Kafka source ingests
 the internal topics, and the gold tables must agree with what the clients themselves observed
-(``offsetscope.accuracy.real_broker_accuracy``; ``make accuracy ACCURACY_ARGS=--real-broker``)."""
+(``offsetscope.verify.accuracy.real_broker_accuracy``; ``make accuracy ACCURACY_ARGS=--real-broker``)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from offsetscope import accuracy, config
-from offsetscope.harness.broker import BrokerHandle
+from offsetscope import config
+from offsetscope.verify import accuracy
+from offsetscope.verify.harness.broker import BrokerHandle
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.streaming]
 

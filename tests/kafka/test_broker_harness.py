@@ -17,7 +17,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from offsetscope import config
-from offsetscope.harness.broker import (
+from offsetscope.verify.harness.broker import (
     Broker,
     BrokerHandle,
     BrokerStartError,
@@ -186,7 +186,7 @@ def test_dump_log_decodes_a_committed_transaction(kafka_broker: BrokerHandle) ->
 
 
 def test_cli_status_reports_the_running_broker(kafka_broker: BrokerHandle) -> None:
-    cmd = [sys.executable, "-m", "offsetscope.harness.broker", "status"]
+    cmd = [sys.executable, "-m", "offsetscope.verify.harness.broker", "status"]
     result = subprocess.run(
         [*cmd, "--name", kafka_broker.config.name],
         capture_output=True,

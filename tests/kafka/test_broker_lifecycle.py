@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from offsetscope import config
-from offsetscope.harness.broker import Broker, _is_our_broker
+from offsetscope.verify.harness.broker import Broker, _is_our_broker
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -49,7 +49,7 @@ def test_broker_dies_with_the_process_that_tied_it(
         f"""
         import dataclasses, sys, time
         from offsetscope import config
-        from offsetscope.harness.broker import Broker
+        from offsetscope.verify.harness.broker import Broker
         cfg = dataclasses.replace(
             config.load("local").broker, work_dir={cfg.work_dir!r}, name={cfg.name!r}
         )
@@ -81,7 +81,14 @@ def test_cli_up_status_down_wipe(offsetscope_config: config.Config, tmp_path: Pa
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "offsetscope.harness.broker", *args, "--conf", str(extra)],
+            [
+                sys.executable,
+                "-m",
+                "offsetscope.verify.harness.broker",
+                *args,
+                "--conf",
+                str(extra),
+            ],
             capture_output=True,
             text=True,
             check=False,

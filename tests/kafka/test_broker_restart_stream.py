@@ -25,10 +25,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import SparkSession
 
 from offsetscope import config
-from offsetscope.harness.broker import Broker, BrokerHandle
 from offsetscope.pipelines import ingest
 from offsetscope.protocol.records import OFFSETS_TOPIC
 from offsetscope.spark import tables as catalogue
+from offsetscope.verify.harness.broker import Broker, BrokerHandle
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.streaming]
 

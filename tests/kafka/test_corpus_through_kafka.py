@@ -1,6 +1,6 @@
 """The hostile corpus through a real broker and Spark's Kafka source, not only a log directory.
 
-The corpus (:mod:`offsetscope.corpus`) is produced, record by record, to two mirror topics of the
+The corpus (:mod:`offsetscope.verify.corpus`) is produced, record by record, to two mirror topics of the
 shared broker with the internal topics' partition counts (``corpus.produce``); a query whose
 ``[sources.kafka]`` names those topics as the offsets and transaction topics reads them in
 several available-now batches. Kafka's own path is different from the segment reader's: the
@@ -24,11 +24,12 @@ import corpus_checks
 import pytest
 from pyspark.sql import SparkSession
 
-from offsetscope import config, corpus
-from offsetscope.harness import clients
-from offsetscope.harness.broker import BrokerHandle
+from offsetscope import config
 from offsetscope.pipelines import ingest
 from offsetscope.spark import tables as catalogue
+from offsetscope.verify import corpus
+from offsetscope.verify.harness import clients
+from offsetscope.verify.harness.broker import BrokerHandle
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.streaming]
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from golden import GOLDEN, OC_KEY, TX_KEY
 
-from offsetscope.dump_log import dump_log_lines
-from offsetscope.harness.broker import run_dump_log, tools_version
+from offsetscope.protocol.dump_log import dump_log_lines
 from offsetscope.protocol.log import Compression, PartitionWriter
 from offsetscope.protocol.log.control import encode_control_key
 from offsetscope.protocol.log.model import RecordSpec, TimestampType
+from offsetscope.verify.harness.broker import run_dump_log, tools_version
 
 pytestmark = pytest.mark.kafka
 T = 1_700_000_000_000

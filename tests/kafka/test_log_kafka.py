@@ -29,7 +29,6 @@ from pathlib import Path
 import pytest
 
 from offsetscope import config
-from offsetscope.harness.broker import Broker, BrokerHandle, run_dump_log
 from offsetscope.protocol.log import (
     Compression,
     LogConfig,
@@ -47,6 +46,7 @@ from offsetscope.protocol.log import (
     read_time_index,
     read_txn_index,
 )
+from offsetscope.verify.harness.broker import Broker, BrokerHandle, run_dump_log
 
 pytestmark = pytest.mark.kafka
 

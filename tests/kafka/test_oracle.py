@@ -1,6 +1,6 @@
 """Kafka's DumpLogSegments and offsetscope agree on every record of the session broker's log.
 
-The same comparison as ``make oracle`` (:mod:`offsetscope.oracle`), on a smaller workload: real
+The same comparison as ``make oracle`` (:mod:`offsetscope.verify.oracle`), on a smaller workload: real
 clients drive the session broker through every classic-group and transaction scenario with a
 little commit traffic, the internal topics' segments are copied (the broker keeps running), and
 Kafka's tool and offsetscope decode the copy. Whatever earlier tests of the run wrote is
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from offsetscope.harness.broker import BrokerHandle
-from offsetscope.oracle import (
+from offsetscope.verify.harness.broker import BrokerHandle
+from offsetscope.verify.oracle import (
     DECODERS,
     compare_log_dir,
     internal_segments,

@@ -1,6 +1,6 @@
 """Real librdkafka clients on the real Kafka 4.4 broker, and what the coordinators then wrote.
 
-Every scenario drives the session broker with :mod:`offsetscope.harness.clients` and then reads
+Every scenario drives the session broker with :mod:`offsetscope.verify.harness.clients` and then reads
 ``__consumer_offsets`` / ``__transaction_state`` straight from the broker's segment files with
 offsetscope's own reader and decoder (:func:`read_internal_log`), asserting on generations,
 leaders, members, subscriptions and assignments (against what the clients' rebalance callbacks
@@ -18,9 +18,18 @@ from collections.abc import Callable, Iterator, Sequence
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from offsetscope.coordinator.assignors import ClusterMetadata, Subscription, assignor_by_name
-from offsetscope.harness.broker import BrokerHandle
-from offsetscope.harness.clients import (
+from offsetscope.history.events import (
+    GroupMetadataEvent,
+    MemberSnapshot,
+    OffsetCommitEvent,
+    TransactionLogEvent,
+)
+from offsetscope.protocol import partition_for
+from offsetscope.protocol.log import read_partition_dir
+from offsetscope.protocol.transaction_log import TransactionStatus
+from offsetscope.sim.coordinator.assignors import ClusterMetadata, Subscription, assignor_by_name
+from offsetscope.verify.harness.broker import BrokerHandle
+from offsetscope.verify.harness.clients import (
     ClientPool,
     ConsumerMember,
     InternalLog,
@@ -33,15 +42,6 @@ from offsetscope.harness.clients import (
     read_internal_log,
     wait_until,
 )
-from offsetscope.history.events import (
-    GroupMetadataEvent,
-    MemberSnapshot,
-    OffsetCommitEvent,
-    TransactionLogEvent,
-)
-from offsetscope.protocol import partition_for
-from offsetscope.protocol.log import read_partition_dir
-from offsetscope.protocol.transaction_log import TransactionStatus
 
 pytestmark = pytest.mark.kafka
 

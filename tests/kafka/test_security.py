@@ -3,7 +3,7 @@ a missing ACL is named, a bad login is reported as one, nothing offsetscope does
 and its one secret ends up in no log, error, checkpoint or table file.
 
 The module starts its own broker (``listener_security = "SASL_PLAINTEXT"``: SCRAM-SHA-512 logins,
-Kafka's StandardAuthorizer, no access without an ACL; see :mod:`offsetscope.harness.broker`) and
+Kafka's StandardAuthorizer, no access without an ACL; see :mod:`offsetscope.verify.harness.broker`) and
 stops it at the end. As the broker's super user it creates a data topic, a consumer group that
 commits, a transaction that commits offsets for another group, and these principals, all with the
 same password (the secret this module hunts for):
@@ -45,13 +45,13 @@ from pyspark.sql import Row, SparkSession
 
 from offsetscope import config, redaction, secrets
 from offsetscope.config import KafkaSecurityConfig, KafkaSourceConfig
-from offsetscope.harness import acls
-from offsetscope.harness.broker import Broker, BrokerHandle
 from offsetscope.pipelines import ingest
 from offsetscope.protocol import decode_record
 from offsetscope.protocol.records import CoordinatorRecord
 from offsetscope.secrets import AclRule, KafkaAccessError
 from offsetscope.spark import sources, tables
+from offsetscope.verify.harness import acls
+from offsetscope.verify.harness.broker import Broker, BrokerHandle
 
 pytestmark = pytest.mark.kafka
 

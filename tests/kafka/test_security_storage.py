@@ -29,7 +29,7 @@ CHILD = textwrap.dedent(
     from pathlib import Path
 
     from offsetscope import config
-    from offsetscope.pipelines.synthetic import SyntheticLog, Workload
+    from offsetscope.sim.synthetic import SyntheticLog, Workload
     from offsetscope.spark import sources, tables
     from offsetscope.spark.session import build_job_session
 

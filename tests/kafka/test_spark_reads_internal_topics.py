@@ -32,10 +32,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import DataFrame, SparkSession
 
-from offsetscope.harness.broker import BrokerHandle
 from offsetscope.protocol import decode_record
 from offsetscope.protocol.records import CoordinatorRecord
 from offsetscope.spark.session import KAFKA_OFFSET_FETCHING
+from offsetscope.verify.harness.broker import BrokerHandle
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

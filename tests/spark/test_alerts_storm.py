@@ -30,7 +30,7 @@ from offsetscope.alerts.notify import LogNotifier
 from offsetscope.alerts.runner import AlertsRunner
 from offsetscope.pipelines import ingest
 from offsetscope.quality import tables as qtables
-from offsetscope.scenarios.cli import simulate_to
+from offsetscope.sim.scenarios.run import simulate_to
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming]
 

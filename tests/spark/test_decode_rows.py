@@ -12,9 +12,9 @@ import pytest
 
 from offsetscope.history.events import Coordinates, event_from_record
 from offsetscope.pipelines.events import event_from_decoded
-from offsetscope.pipelines.synthetic import SyntheticLog, Workload
 from offsetscope.protocol import decode_record
 from offsetscope.protocol.records import CoordinatorRecord
+from offsetscope.sim.synthetic import SyntheticLog, Workload
 from offsetscope.spark import logdir
 from offsetscope.spark.decode import (
     DECODE_OUTPUT_SCHEMA,

@@ -12,11 +12,12 @@ import pytest
 from offsetscope import config
 from offsetscope.history.lag import CommitPoint, LagIndex
 from offsetscope.history.rows import EndOffsetSample, PartitionLagRow
-from offsetscope.pipelines import ingest, lag, writes
+from offsetscope.pipelines import ingest, lag
 from offsetscope.pipelines import state as st
-from offsetscope.pipelines.synthetic import SyntheticLog, Workload
 from offsetscope.protocol.log import read_partition_dir
+from offsetscope.sim.synthetic import SyntheticLog, Workload
 from offsetscope.spark import tables as catalogue
+from offsetscope.spark import writes
 
 T0 = 1_700_000_000_000
 

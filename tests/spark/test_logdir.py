@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from offsetscope.pipelines.synthetic import SyntheticLog, Workload
 from offsetscope.protocol.log import LogConfig, PartitionWriter, RecordSpec, read_partition_dir
+from offsetscope.sim.synthetic import SyntheticLog, Workload
 from offsetscope.spark import logdir
 from offsetscope.spark.tables import SOURCE_SCHEMA
 

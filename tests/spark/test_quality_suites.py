@@ -15,9 +15,8 @@ from pyspark.sql import SparkSession
 from offsetscope import config
 from offsetscope.alerts.notify import LogNotifier
 from offsetscope.alerts.runner import AlertsRunner, ChangedKeys
-from offsetscope.coordinator.clock import VirtualClock
+from offsetscope.clock import VirtualClock
 from offsetscope.history.rows import EndOffsetSample, GenerationMember, GenerationRow
-from offsetscope.pipelines import writes
 from offsetscope.quality import tables as qtables
 from offsetscope.quality.validate import (
     FAILED,
@@ -29,6 +28,7 @@ from offsetscope.quality.validate import (
     warm_up,
     with_row_ids,
 )
+from offsetscope.spark import writes
 
 pytestmark = pytest.mark.spark
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from offsetscope.pipelines.synthetic import SyntheticLog, Workload
+from offsetscope.sim.synthetic import SyntheticLog, Workload
 from offsetscope.spark import logdir
 from offsetscope.spark.sources import (
     SegmentRange,

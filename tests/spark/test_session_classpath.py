@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from offsetscope import config
-from offsetscope.harness import jars
-from offsetscope.harness.jvm import artifact_name, artifact_version, resolve_path
+from offsetscope.verify.harness import jars
+from offsetscope.verify.harness.jvm import artifact_name, artifact_version, resolve_path
 
 pytestmark = pytest.mark.spark
 

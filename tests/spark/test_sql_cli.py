@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from offsetscope import cli, config
-from offsetscope.spark.cli import format_table
+from offsetscope.cli.sql import format_table
 from offsetscope.spark.tables import schema_name
 
 

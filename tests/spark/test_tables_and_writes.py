@@ -15,8 +15,8 @@ from offsetscope import config
 from offsetscope.history.rows import EndOffsetSample, TxnStatusRow
 from offsetscope.history.tables import TABLES as HISTORY_TABLES
 from offsetscope.pipelines import state as st
-from offsetscope.pipelines import writes
 from offsetscope.spark import tables as catalogue
+from offsetscope.spark import writes
 
 pytestmark = pytest.mark.spark
 

@@ -28,12 +28,12 @@ from pyspark.sql.types import (
 )
 
 from offsetscope import config
-from offsetscope.pipelines import ingest, writes
-from offsetscope.pipelines.synthetic import SyntheticLog, Workload
+from offsetscope.pipelines import ingest
 from offsetscope.protocol import encode_record, make_record
 from offsetscope.protocol.consumer_protocol import encode_assignment, encode_subscription
+from offsetscope.sim.synthetic import SyntheticLog, Workload
 from offsetscope.spark import decode as dec
-from offsetscope.spark import logdir, sources
+from offsetscope.spark import logdir, sources, writes
 from offsetscope.spark import tables as catalogue
 
 pytestmark = pytest.mark.spark

@@ -12,9 +12,10 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from offsetscope import config, demo
-from offsetscope.accuracy import CAUSES
-from offsetscope.scenarios.truth import read_ground_truth
+from offsetscope import config
+from offsetscope.sim.scenarios.truth import read_ground_truth
+from offsetscope.verify import demo
+from offsetscope.verify.accuracy import CAUSES
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming]
 
@@ -121,7 +122,7 @@ def test_the_accuracy_check_passes_on_the_tables_and_catches_planted_errors(
 ) -> None:
     """``make accuracy``'s comparison on the demo's tables: 0 wrong, and each planted error in
     the gold rows is reported in its category (the check can fail)."""
-    from offsetscope import accuracy
+    from offsetscope.verify import accuracy
 
     _, truth, cfg, _ = run
     gold = accuracy.read_gold(spark, cfg)

@@ -21,9 +21,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import SparkSession
 
 from offsetscope import config
-from offsetscope.harness.broker import BrokerHandle
 from offsetscope.pipelines import ingest
 from offsetscope.spark import tables as catalogue
+from offsetscope.verify.harness.broker import BrokerHandle
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.streaming]
 

@@ -33,7 +33,7 @@ from pyspark.sql.types import MapType
 
 from offsetscope import config
 from offsetscope.pipelines import ingest
-from offsetscope.pipelines.synthetic import SyntheticLog, Truth, Workload
+from offsetscope.sim.synthetic import SyntheticLog, Truth, Workload
 from offsetscope.spark import sources
 from offsetscope.spark import tables as catalogue
 

@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 
 from offsetscope import config
 from offsetscope.pipelines import ingest
-from offsetscope.scenarios.cli import simulate_to
+from offsetscope.sim.scenarios.run import simulate_to
 from offsetscope.spark import tables as catalogue
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming]

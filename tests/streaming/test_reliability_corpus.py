@@ -1,4 +1,4 @@
-"""The hostile corpus (:mod:`offsetscope.corpus`) through the ingest pipeline from a segment
+"""The hostile corpus (:mod:`offsetscope.verify.corpus`) through the ingest pipeline from a segment
 directory: the query finishes, the audit accounts for every record (events + quarantined +
 unknown = input), every record lands in the table of the kind the reference decoder gives it,
 and every quarantined row names its error class, field path and byte offset.
@@ -24,9 +24,10 @@ import corpus_checks
 import pytest
 from pyspark.sql import SparkSession
 
-from offsetscope import config, corpus
+from offsetscope import config
 from offsetscope.pipelines import ingest
 from offsetscope.spark import tables as catalogue
+from offsetscope.verify import corpus
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming]
 

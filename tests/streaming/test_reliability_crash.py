@@ -1,6 +1,6 @@
 """A log directory as a broker crash leaves it, through the ingest pipeline: a CRC mismatch, a
 batch whose records do not parse, a torn tail and lost framing in sealed segments, a gzip bomb,
-and a torn tail in the active segment (:func:`offsetscope.corpus.write_crash_log`).
+and a torn tail in the active segment (:func:`offsetscope.verify.corpus.write_crash_log`).
 
 Every damaged spot of a sealed segment is reported as a quarantine row (error class, byte
 offset, the bytes kept) at the first offset it hides, every intact record is read, the audit
@@ -20,11 +20,12 @@ import pytest
 from pyspark.sql import SparkSession
 from test_reliability_corpus import corpus_config
 
-from offsetscope import config, corpus
+from offsetscope import config
 from offsetscope.pipelines import ingest
 from offsetscope.protocol.codec import decode_record
 from offsetscope.protocol.records import OFFSETS_TOPIC
 from offsetscope.spark import tables as catalogue
+from offsetscope.verify import corpus
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming]
 

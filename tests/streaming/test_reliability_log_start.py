@@ -15,11 +15,12 @@ import pytest
 from pyspark.sql import SparkSession
 from test_reliability_corpus import corpus_config
 
-from offsetscope import config, corpus
+from offsetscope import config
 from offsetscope.pipelines import ingest
 from offsetscope.protocol.log import LogConfig, PartitionWriter, RecordSpec
 from offsetscope.protocol.records import OFFSETS_TOPIC
 from offsetscope.spark import tables as catalogue
+from offsetscope.verify import corpus
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming]
 

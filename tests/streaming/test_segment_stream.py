@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from offsetscope import config
-from offsetscope.pipelines.synthetic import SyntheticLog, Workload
+from offsetscope.sim.synthetic import SyntheticLog, Workload
 from offsetscope.spark import sources
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming]

@@ -25,9 +25,9 @@ from offsetscope.history.tables import materialize
 from offsetscope.protocol import decode_record
 from offsetscope.protocol.log import read_partition_dir
 from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC
-from offsetscope.scenarios.engine import simulate
-from offsetscope.scenarios.logdir import write_log_dir
-from offsetscope.scenarios.spec import load_scenario
+from offsetscope.sim.scenarios.engine import simulate
+from offsetscope.sim.scenarios.logdir import write_log_dir
+from offsetscope.sim.scenarios.spec import load_scenario
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from offsetscope.coordinator.assignors import (
+from offsetscope.sim.coordinator.assignors import (
     ASSIGNOR_NAMES,
     Assignment,
     AssignmentError,

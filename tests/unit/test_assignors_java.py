@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from offsetscope.coordinator.assignors import TopicPartition
-from offsetscope.coordinator.java import (
+from offsetscope.sim.coordinator.assignors import TopicPartition
+from offsetscope.sim.coordinator.java import (
     JavaHashMap,
     JavaHashSet,
     JavaNoSuchElementError,

@@ -11,8 +11,8 @@ import struct
 from hypothesis import given
 from hypothesis import strategies as st
 
-from offsetscope.coordinator.assignors import StickyAssignor, Subscription, TopicPartition
-from offsetscope.coordinator.assignors.userdata import (
+from offsetscope.sim.coordinator.assignors import StickyAssignor, Subscription, TopicPartition
+from offsetscope.sim.coordinator.assignors.userdata import (
     MemberData,
     cooperative_member_data,
     decode_sticky_user_data,

@@ -11,7 +11,7 @@ import pytest
 from golden import GOLDEN, OC_KEY
 
 from offsetscope.cli import main
-from offsetscope.dump_log import dump_log_lines
+from offsetscope.protocol.dump_log import dump_log_lines
 from offsetscope.protocol.log import PartitionWriter
 from offsetscope.protocol.log.model import RecordSpec
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from offsetscope import corpus
 from offsetscope.protocol import errors
 from offsetscope.protocol.codec import UnknownRecord, decode_record
 from offsetscope.protocol.log import read_partition_dir
 from offsetscope.protocol.registry import BY_TOPIC
+from offsetscope.verify import corpus
 
 RECORDS = 1_200
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from offsetscope.dump_log import _any_escapable_byte, _json_strings
+from offsetscope.protocol.dump_log import _any_escapable_byte, _json_strings
 from offsetscope.protocol.json_format import dumps
 
 PLAIN = ["group-1", "", "orders.eu-west", "grüße", "消费者"]

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from offsetscope.coordinator.errors import Errors
-from offsetscope.coordinator.group import events as ev
-from offsetscope.coordinator.group.messages import DescribedGroupMember, ListedGroup, MemberIdentity
-from offsetscope.coordinator.group.testing import GroupTestContext, subscription
+from offsetscope.sim.coordinator.errors import Errors
+from offsetscope.sim.coordinator.group import events as ev
+from offsetscope.sim.coordinator.group.messages import (
+    DescribedGroupMember,
+    ListedGroup,
+    MemberIdentity,
+)
+from offsetscope.sim.coordinator.group.testing import GroupTestContext, subscription
 
 
 def test_list_groups_with_state_filter() -> None:

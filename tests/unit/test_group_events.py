@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from offsetscope.coordinator.group import events as ev
-from offsetscope.coordinator.group.messages import MemberIdentity
-from offsetscope.coordinator.group.testing import GroupTestContext
+from offsetscope.sim.coordinator.group import events as ev
+from offsetscope.sim.coordinator.group.messages import MemberIdentity
+from offsetscope.sim.coordinator.group.testing import GroupTestContext
 
 G = "story"
 T0 = 1_700_000_000_000

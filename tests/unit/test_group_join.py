@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from offsetscope.coordinator.errors import Errors
-from offsetscope.coordinator.group import events as ev
-from offsetscope.coordinator.group.messages import MemberIdentity
-from offsetscope.coordinator.group.states import ClassicGroupState as S
-from offsetscope.coordinator.group.testing import GroupTestContext, subscription
+from offsetscope.sim.coordinator.errors import Errors
+from offsetscope.sim.coordinator.group import events as ev
+from offsetscope.sim.coordinator.group.messages import MemberIdentity
+from offsetscope.sim.coordinator.group.states import ClassicGroupState as S
+from offsetscope.sim.coordinator.group.testing import GroupTestContext, subscription
 
 G = "orders"
 

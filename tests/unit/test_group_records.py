@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import uuid
 
-from offsetscope.coordinator.errors import Errors
-from offsetscope.coordinator.group import messages as msg
-from offsetscope.coordinator.group.messages import MemberIdentity
-from offsetscope.coordinator.group.testing import GroupTestContext, assignment, subscription
 from offsetscope.protocol import decode_record, encode_record
 from offsetscope.protocol.records import OFFSETS_TOPIC, CoordinatorRecord
+from offsetscope.sim.coordinator.errors import Errors
+from offsetscope.sim.coordinator.group import messages as msg
+from offsetscope.sim.coordinator.group.messages import MemberIdentity
+from offsetscope.sim.coordinator.group.testing import GroupTestContext, assignment, subscription
 
 G = "group-id"
 T0 = 1_700_000_000_000

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from offsetscope.config import InvalidConfigError
-from offsetscope.coordinator.errors import Errors
-from offsetscope.coordinator.group import events as ev
-from offsetscope.coordinator.group.config import GroupCoordinatorConfig
-from offsetscope.coordinator.group.messages import JoinGroupResponse, SyncGroupResponse
-from offsetscope.coordinator.group.states import ClassicGroupState as S
-from offsetscope.coordinator.group.testing import GroupTestContext
-from offsetscope.coordinator.runtime import GroupCoordinatorRuntime
 from offsetscope.protocol.records import OFFSETS_TOPIC
+from offsetscope.sim.coordinator.errors import Errors
+from offsetscope.sim.coordinator.group import events as ev
+from offsetscope.sim.coordinator.group.config import GroupCoordinatorConfig
+from offsetscope.sim.coordinator.group.messages import JoinGroupResponse, SyncGroupResponse
+from offsetscope.sim.coordinator.group.states import ClassicGroupState as S
+from offsetscope.sim.coordinator.group.testing import GroupTestContext
+from offsetscope.sim.coordinator.runtime import GroupCoordinatorRuntime
 
 
 def test_groups_are_routed_to_their_offsets_partition() -> None:

@@ -6,18 +6,18 @@ import itertools
 
 import pytest
 
-from offsetscope.coordinator.group import changes as ch
-from offsetscope.coordinator.group.events import LeaveCause
-from offsetscope.coordinator.group.group import ClassicGroup
-from offsetscope.coordinator.group.messages import Protocol
-from offsetscope.coordinator.group.states import (
+from offsetscope.sim.coordinator.group import changes as ch
+from offsetscope.sim.coordinator.group.events import LeaveCause
+from offsetscope.sim.coordinator.group.group import ClassicGroup
+from offsetscope.sim.coordinator.group.messages import Protocol
+from offsetscope.sim.coordinator.group.states import (
     VALID_PREVIOUS_STATES,
     ClassicGroupState,
     IllegalStateTransition,
     can_rebalance,
     check_transition,
 )
-from offsetscope.coordinator.java import grown_capacity, hashmap_order, java_string_hash
+from offsetscope.sim.coordinator.java import grown_capacity, hashmap_order, java_string_hash
 
 S = ClassicGroupState
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from test_history_support import T0, Log
 
-from offsetscope.coordinator.log import LogRecord, PartitionLog
 from offsetscope.history import LagIndex, fold_offsets, record_time_lookup
 from offsetscope.history.rows import EndOffsetSample, OffsetCommitRow
+from offsetscope.sim.coordinator.log import LogRecord, PartitionLog
 
 G = "billing"
 S = 1_000

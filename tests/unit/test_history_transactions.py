@@ -5,14 +5,7 @@ from __future__ import annotations
 import pytest
 from test_history_support import T0, txn_log
 
-from offsetscope.coordinator.clock import VirtualClock
-from offsetscope.coordinator.errors import Errors
-from offsetscope.coordinator.log import LogStore
-from offsetscope.coordinator.txn.config import TransactionCoordinatorConfig
-from offsetscope.coordinator.txn.coordinator import EndTxnResponse
-from offsetscope.coordinator.txn.events import TxnCause, TxnOutcome
-from offsetscope.coordinator.txn.metadata import TopicPartition
-from offsetscope.coordinator.txn.runtime import TxnRuntime
+from offsetscope.clock import VirtualClock
 from offsetscope.history import fold_transactions
 from offsetscope.history.events import Coordinates, Event, event_from_record
 from offsetscope.history.rows import TransactionRow
@@ -22,6 +15,13 @@ from offsetscope.history.transactions import TxnIdState
 from offsetscope.protocol import decode_record
 from offsetscope.protocol.records import TRANSACTION_TOPIC, CoordinatorRecord
 from offsetscope.protocol.transaction_log import TransactionStatus as St
+from offsetscope.sim.coordinator.errors import Errors
+from offsetscope.sim.coordinator.log import LogStore
+from offsetscope.sim.coordinator.txn.config import TransactionCoordinatorConfig
+from offsetscope.sim.coordinator.txn.coordinator import EndTxnResponse
+from offsetscope.sim.coordinator.txn.events import TxnCause, TxnOutcome
+from offsetscope.sim.coordinator.txn.metadata import TopicPartition
+from offsetscope.sim.coordinator.txn.runtime import TxnRuntime
 
 TID = "orders-writer"
 PID = 9000

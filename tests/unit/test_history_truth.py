@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from offsetscope.coordinator.log import LogStore
 from offsetscope.history import LagIndex, commit_points, fold_batch
 from offsetscope.history.batch import HistoryOutputs
 from offsetscope.history.events import ControlEvent, Coordinates, Event, event_from_record
@@ -31,8 +30,9 @@ from offsetscope.protocol import consumer_protocol as cp
 from offsetscope.protocol import decode_record
 from offsetscope.protocol.log.control import parse_control_key
 from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC, CoordinatorRecord
-from offsetscope.scenarios import load_scenario
-from offsetscope.scenarios.engine import simulate
+from offsetscope.sim.coordinator.log import LogStore
+from offsetscope.sim.scenarios import load_scenario
+from offsetscope.sim.scenarios.engine import simulate
 
 Line = Mapping[str, Any]
 SCENARIOS = [

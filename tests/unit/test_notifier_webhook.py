@@ -29,7 +29,7 @@ from offsetscope.alerts.notify import (
     WebhookNotifier,
     build_notifiers,
 )
-from offsetscope.coordinator.clock import VirtualClock
+from offsetscope.clock import VirtualClock
 
 T = 1_700_000_000_000
 TOKEN = "s3cr3t-token-value"

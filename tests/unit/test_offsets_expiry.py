@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from offsetscope.coordinator.errors import Errors
-from offsetscope.coordinator.group import events as ev
-from offsetscope.coordinator.group.messages import (
+from offsetscope.sim.coordinator.errors import Errors
+from offsetscope.sim.coordinator.group import events as ev
+from offsetscope.sim.coordinator.group.messages import (
     MemberIdentity,
     OffsetDeleteRequest,
     OffsetFetchTopic,
 )
-from offsetscope.coordinator.group.testing import GroupTestContext, subscription
+from offsetscope.sim.coordinator.group.testing import GroupTestContext, subscription
 
 G = "analytics"
 HOUR = 3_600_000

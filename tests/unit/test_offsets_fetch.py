@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 
-from offsetscope.coordinator.errors import Errors
-from offsetscope.coordinator.group import messages as msg
-from offsetscope.coordinator.group.testing import GroupTestContext
+from offsetscope.sim.coordinator.errors import Errors
+from offsetscope.sim.coordinator.group import messages as msg
+from offsetscope.sim.coordinator.group.testing import GroupTestContext
 
 G = "reports"
 TOPIC_ID = uuid.UUID("11111111-2222-3333-4444-555555555555")

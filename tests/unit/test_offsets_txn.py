@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from offsetscope.coordinator.errors import Errors
-from offsetscope.coordinator.group import events as ev
-from offsetscope.coordinator.group.messages import (
+from offsetscope.protocol.records import OFFSETS_TOPIC
+from offsetscope.sim.coordinator.errors import Errors
+from offsetscope.sim.coordinator.group import events as ev
+from offsetscope.sim.coordinator.group.messages import (
     OffsetDeleteRequest,
     OffsetFetchTopic,
     TxnOffsetCommitRequest,
 )
-from offsetscope.coordinator.group.testing import GroupTestContext
-from offsetscope.coordinator.runtime import GroupCoordinatorRuntime
-from offsetscope.protocol.records import OFFSETS_TOPIC
+from offsetscope.sim.coordinator.group.testing import GroupTestContext
+from offsetscope.sim.coordinator.runtime import GroupCoordinatorRuntime
 
 G = "etl"
 FOO0 = ("foo", 0)

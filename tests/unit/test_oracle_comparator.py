@@ -15,8 +15,11 @@ from pathlib import Path
 import pytest
 from golden import GOLDEN, OC_KEY, TX_KEY
 
-from offsetscope.dump_log import dump_log_lines
-from offsetscope.oracle import (
+from offsetscope.protocol import encode_record, make_record
+from offsetscope.protocol.dump_log import dump_log_lines
+from offsetscope.protocol.log import PartitionWriter
+from offsetscope.protocol.log.model import RecordSpec
+from offsetscope.verify.oracle import (
     DumpSegment,
     compare_segments,
     normalise_transaction_status,
@@ -24,9 +27,6 @@ from offsetscope.oracle import (
     parse_dump_log,
     snapshot_log_dir,
 )
-from offsetscope.protocol import encode_record, make_record
-from offsetscope.protocol.log import PartitionWriter
-from offsetscope.protocol.log.model import RecordSpec
 
 T = 1_700_000_000_000
 OFFSETS = "__consumer_offsets"

@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from offsetscope.coordinator.errors import Errors
-from offsetscope.coordinator.log import AbortedTxn, LogRecord, LogStore
-from offsetscope.coordinator.producer_state import (
+from offsetscope.protocol.log.control import EndTxnMarker
+from offsetscope.sim.coordinator.errors import Errors
+from offsetscope.sim.coordinator.log import AbortedTxn, LogRecord, LogStore
+from offsetscope.sim.coordinator.producer_state import (
     INT_MAX,
     AppendOrigin,
     CompletedTxn,
@@ -20,7 +21,6 @@ from offsetscope.coordinator.producer_state import (
     decrement_sequence,
     increment_sequence,
 )
-from offsetscope.protocol.log.control import EndTxnMarker
 
 PID = 4000
 T0 = 1_700_000_000_000

@@ -2,7 +2,7 @@
 
 Each scenario is simulated once per test session; the log directory is decoded from its
 segment files (``offsetscope.protocol``) and compared with ``ground_truth.jsonl`` by
-:func:`offsetscope.scenarios.verify.verify_log_dir`. The scenario-specific tests then check
+:func:`offsetscope.verify.simlog.verify_log_dir`. The scenario-specific tests then check
 that each one shows the behaviour it exists for.
 """
 
@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from offsetscope.scenarios.catalogue import names
-from offsetscope.scenarios.engine import simulate
-from offsetscope.scenarios.logdir import write_log_dir
-from offsetscope.scenarios.spec import load_scenario
-from offsetscope.scenarios.truth import read_ground_truth
-from offsetscope.scenarios.verify import decode_log_dir, verify_log_dir
+from offsetscope.sim.scenarios.catalogue import names
+from offsetscope.sim.scenarios.engine import simulate
+from offsetscope.sim.scenarios.logdir import write_log_dir
+from offsetscope.sim.scenarios.spec import load_scenario
+from offsetscope.sim.scenarios.truth import read_ground_truth
+from offsetscope.verify.simlog import decode_log_dir, verify_log_dir
 
 # The demo and the full-size scale run are slow; scale runs here with a small parameter set.
 FAST = [n for n in names() if n not in ("demo", "scale")]

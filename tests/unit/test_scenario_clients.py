@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from offsetscope.coordinator.assignors import RebalanceProtocol, assignor_by_name
-from offsetscope.coordinator.group.offsets import OffsetAndMetadata
-from offsetscope.coordinator.group.records import new_offset_commit_record
-from offsetscope.coordinator.log import LogStore
-from offsetscope.coordinator.runtime import OffsetCommitEncoder
 from offsetscope.protocol import encode_record
-from offsetscope.scenarios.clients import (
+from offsetscope.sim.coordinator.assignors import RebalanceProtocol, assignor_by_name
+from offsetscope.sim.coordinator.group.offsets import OffsetAndMetadata
+from offsetscope.sim.coordinator.group.records import new_offset_commit_record
+from offsetscope.sim.coordinator.log import LogStore
+from offsetscope.sim.coordinator.runtime import OffsetCommitEncoder
+from offsetscope.sim.scenarios.clients import (
     VALID_PREVIOUS_STATES,
     IllegalMemberTransition,
     MemberState,
@@ -24,9 +24,9 @@ from offsetscope.scenarios.clients import (
     murmur2,
     murmur2_partition,
 )
-from offsetscope.scenarios.cluster import Cluster
-from offsetscope.scenarios.mirror import MirrorNames, MirrorReport, mirror_records
-from offsetscope.scenarios.spec import ConsumerSpec, load_scenario
+from offsetscope.sim.scenarios.cluster import Cluster
+from offsetscope.sim.scenarios.mirror import MirrorNames, MirrorReport, mirror_records
+from offsetscope.sim.scenarios.spec import ConsumerSpec, load_scenario
 
 # Kafka's UtilsTest.testMurmur2 vectors.
 MURMUR2 = [
@@ -117,8 +117,8 @@ def test_offset_commit_fast_path_equals_the_generic_writer(
 
 
 def test_mirror_keeps_committed_transactions_only() -> None:
-    from offsetscope.coordinator.log import LogRecord
-    from offsetscope.coordinator.producer_state import control_record
+    from offsetscope.sim.coordinator.log import LogRecord
+    from offsetscope.sim.coordinator.producer_state import control_record
 
     logs = LogStore()
     logs.create_topic("t", 1)

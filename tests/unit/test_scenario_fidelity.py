@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from offsetscope.config import BrokerConfig
-from offsetscope.scenarios.fidelity import (
+from offsetscope.verify.fidelity import (
     SCENARIOS,
     SimDriver,
     compare,
     group_facts,
     transaction_facts,
 )
-from offsetscope.scenarios.verify import DecodedLogDir
+from offsetscope.verify.simlog import DecodedLogDir
 
 
 def _sim(name: str, root: Path, seed: int = 0) -> tuple[DecodedLogDir, tuple[list[str], list[str]]]:

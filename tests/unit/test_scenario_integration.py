@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from offsetscope.coordinator import errors as shared_errors
-from offsetscope.coordinator.clock import VirtualClock
-from offsetscope.coordinator.group import messages as msg
-from offsetscope.coordinator.group.config import GroupCoordinatorConfig
-from offsetscope.coordinator.log import AbortedTxn, LogStore
-from offsetscope.coordinator.producer_state import PartitionLeaders
-from offsetscope.coordinator.runtime import GroupCoordinatorRuntime, MarkerRejectedError
-from offsetscope.coordinator.txn.config import TransactionCoordinatorConfig
-from offsetscope.coordinator.txn.runtime import GroupRuntimeMarkerSink, TxnRuntime
+from offsetscope.clock import VirtualClock
 from offsetscope.protocol import partition_for
+from offsetscope.sim.coordinator import errors as shared_errors
+from offsetscope.sim.coordinator.group import messages as msg
+from offsetscope.sim.coordinator.group.config import GroupCoordinatorConfig
+from offsetscope.sim.coordinator.log import AbortedTxn, LogStore
+from offsetscope.sim.coordinator.producer_state import PartitionLeaders
+from offsetscope.sim.coordinator.runtime import GroupCoordinatorRuntime, MarkerRejectedError
+from offsetscope.sim.coordinator.txn.config import TransactionCoordinatorConfig
+from offsetscope.sim.coordinator.txn.runtime import GroupRuntimeMarkerSink, TxnRuntime
 
 Errors = shared_errors.Errors
 T0 = 1_700_000_000_000

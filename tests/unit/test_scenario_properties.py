@@ -4,7 +4,7 @@ Hypothesis builds random groups (size, assignors, static or not, timeouts) and t
 (crashes, leaves, joins, restarts, stalls, freezes); each run must satisfy, from the bytes it
 wrote: no partition has two owners in one generation, every subscribed partition is assigned
 (cooperative transfers excepted), clients applied what was stored, offsets and transactions
-agree with the truth (:func:`~offsetscope.scenarios.verify.verify_log_dir`); and no two clients
+agree with the truth (:func:`~offsetscope.verify.simlog.verify_log_dir`); and no two clients
 believe they own the same partition in the same generation.
 """
 
@@ -16,10 +16,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from offsetscope.scenarios.engine import simulate
-from offsetscope.scenarios.logdir import write_log_dir
-from offsetscope.scenarios.spec import parse_scenario
-from offsetscope.scenarios.verify import verify_log_dir
+from offsetscope.sim.scenarios.engine import simulate
+from offsetscope.sim.scenarios.logdir import write_log_dir
+from offsetscope.sim.scenarios.spec import parse_scenario
+from offsetscope.verify.simlog import verify_log_dir
 
 ASSIGNOR_LISTS = [
     ["range"],

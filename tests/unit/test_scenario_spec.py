@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from offsetscope.scenarios.catalogue import catalogue_path, names
-from offsetscope.scenarios.spec import (
+from offsetscope.sim.scenarios.catalogue import catalogue_path, names
+from offsetscope.sim.scenarios.spec import (
     ConsumerSpec,
     ScenarioError,
     load_scenario,

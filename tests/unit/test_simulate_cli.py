@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from offsetscope.cli import main
+from offsetscope.cli.simulate import register
 from offsetscope.protocol.log import list_segments
-from offsetscope.scenarios.__main__ import main
-from offsetscope.scenarios.cli import register
-from offsetscope.scenarios.truth import read_ground_truth
+from offsetscope.sim.scenarios.truth import read_ground_truth
 
 SMALL = """
 [scenario]

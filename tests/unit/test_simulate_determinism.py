@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from offsetscope.scenarios.cli import simulate_to
+from offsetscope.sim.scenarios.run import simulate_to
 
 
 def _digest(root: Path) -> dict[str, str]:
@@ -42,9 +42,9 @@ def test_another_seed_changes_the_run(tmp_path: Path) -> None:
 
 
 def test_parallel_writers_write_the_same_bytes(tmp_path: Path) -> None:
-    from offsetscope.scenarios.engine import simulate
-    from offsetscope.scenarios.logdir import write_log_dir
-    from offsetscope.scenarios.spec import load_scenario
+    from offsetscope.sim.scenarios.engine import simulate
+    from offsetscope.sim.scenarios.logdir import write_log_dir
+    from offsetscope.sim.scenarios.spec import load_scenario
 
     scenario = load_scenario("cooperative")
     logs = simulate(scenario).cluster.logs

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from offsetscope.harness.broker import run_dump_log
 from offsetscope.protocol.log import list_segments, read_partition_dir
-from offsetscope.scenarios.cli import simulate_to
+from offsetscope.sim.scenarios.run import simulate_to
+from offsetscope.verify.harness.broker import run_dump_log
 
 pytestmark = pytest.mark.kafka
 

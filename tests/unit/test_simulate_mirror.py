@@ -7,10 +7,10 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from offsetscope.harness.broker import BrokerHandle
-from offsetscope.scenarios.engine import simulate
-from offsetscope.scenarios.mirror import MirrorNames, mirror_records, mirror_to_broker
-from offsetscope.scenarios.spec import load_scenario
+from offsetscope.sim.scenarios.engine import simulate
+from offsetscope.sim.scenarios.mirror import MirrorNames, mirror_records, mirror_to_broker
+from offsetscope.sim.scenarios.spec import load_scenario
+from offsetscope.verify.harness.broker import BrokerHandle
 
 pytestmark = pytest.mark.kafka
 

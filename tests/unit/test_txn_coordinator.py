@@ -6,26 +6,26 @@ from typing import Any
 
 import pytest
 
-from offsetscope.coordinator.clock import VirtualClock
-from offsetscope.coordinator.errors import Errors
-from offsetscope.coordinator.result import CoordinatorResult
-from offsetscope.coordinator.txn.config import TransactionCoordinatorConfig
-from offsetscope.coordinator.txn.coordinator import (
+from offsetscope.clock import VirtualClock
+from offsetscope.protocol.records import CoordinatorRecord
+from offsetscope.sim.coordinator.errors import Errors
+from offsetscope.sim.coordinator.result import CoordinatorResult
+from offsetscope.sim.coordinator.txn.config import TransactionCoordinatorConfig
+from offsetscope.sim.coordinator.txn.coordinator import (
     EndTxnResponse,
     ListedTransaction,
     ProducerIdAndEpoch,
     TransactionCoordinator,
 )
-from offsetscope.coordinator.txn.events import (
+from offsetscope.sim.coordinator.txn.events import (
     TxnCause,
     TxnOutcome,
     TxnOutcomeKind,
     TxnStateChanged,
 )
-from offsetscope.coordinator.txn.metadata import TopicPartition
-from offsetscope.coordinator.txn.producer_ids import ProducerIdManager
-from offsetscope.coordinator.txn.state import TransactionState as S
-from offsetscope.protocol.records import CoordinatorRecord
+from offsetscope.sim.coordinator.txn.metadata import TopicPartition
+from offsetscope.sim.coordinator.txn.producer_ids import ProducerIdManager
+from offsetscope.sim.coordinator.txn.state import TransactionState as S
 
 T0 = 1_700_000_000_000
 OUT0 = TopicPartition("out", 0)

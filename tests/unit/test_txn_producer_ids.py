@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from offsetscope.coordinator.txn.producer_ids import (
+from offsetscope.sim.coordinator.txn.producer_ids import (
     ProducerIdControl,
     ProducerIdManager,
     ProducerIdsBlock,

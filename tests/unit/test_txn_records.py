@@ -7,20 +7,20 @@ from typing import Any
 
 import pytest
 
-from offsetscope.coordinator.clock import VirtualClock
-from offsetscope.coordinator.txn.config import TransactionCoordinatorConfig
-from offsetscope.coordinator.txn.coordinator import TransactionCoordinator
-from offsetscope.coordinator.txn.events import TxnCause
-from offsetscope.coordinator.txn.metadata import TopicPartition, TxnTransit
-from offsetscope.coordinator.txn.producer_ids import ProducerIdManager
-from offsetscope.coordinator.txn.records import (
+from offsetscope.clock import VirtualClock
+from offsetscope.protocol import decode_record, encode_record
+from offsetscope.protocol.records import CoordinatorRecord
+from offsetscope.sim.coordinator.txn.config import TransactionCoordinatorConfig
+from offsetscope.sim.coordinator.txn.coordinator import TransactionCoordinator
+from offsetscope.sim.coordinator.txn.events import TxnCause
+from offsetscope.sim.coordinator.txn.metadata import TopicPartition, TxnTransit
+from offsetscope.sim.coordinator.txn.producer_ids import ProducerIdManager
+from offsetscope.sim.coordinator.txn.records import (
     TransactionLogRecord,
     new_transaction_log_record,
     new_transaction_log_tombstone,
 )
-from offsetscope.coordinator.txn.state import TransactionState as S
-from offsetscope.protocol import decode_record, encode_record
-from offsetscope.protocol.records import CoordinatorRecord
+from offsetscope.sim.coordinator.txn.state import TransactionState as S
 
 T0 = 1_700_000_000_000
 

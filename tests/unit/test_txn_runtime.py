@@ -7,17 +7,17 @@ from typing import Any
 
 import pytest
 
-from offsetscope.coordinator.clock import VirtualClock
-from offsetscope.coordinator.errors import Errors
-from offsetscope.coordinator.log import AbortedTxn, LogRecord, LogStore, PartitionLog
-from offsetscope.coordinator.producer_state import MarkerResult
-from offsetscope.coordinator.txn.config import TransactionCoordinatorConfig
-from offsetscope.coordinator.txn.events import TxnCause, TxnOutcome, TxnOutcomeKind
-from offsetscope.coordinator.txn.metadata import TopicPartition
-from offsetscope.coordinator.txn.runtime import MarkerWriteError, TxnRuntime
-from offsetscope.coordinator.txn.state import TransactionState as S
+from offsetscope.clock import VirtualClock
 from offsetscope.protocol import decode_record, partition_for
 from offsetscope.protocol.records import CoordinatorRecord
+from offsetscope.sim.coordinator.errors import Errors
+from offsetscope.sim.coordinator.log import AbortedTxn, LogRecord, LogStore, PartitionLog
+from offsetscope.sim.coordinator.producer_state import MarkerResult
+from offsetscope.sim.coordinator.txn.config import TransactionCoordinatorConfig
+from offsetscope.sim.coordinator.txn.events import TxnCause, TxnOutcome, TxnOutcomeKind
+from offsetscope.sim.coordinator.txn.metadata import TopicPartition
+from offsetscope.sim.coordinator.txn.runtime import MarkerWriteError, TxnRuntime
+from offsetscope.sim.coordinator.txn.state import TransactionState as S
 
 T0 = 1_700_000_000_000
 OUT0 = TopicPartition("out", 0)
@@ -412,10 +412,10 @@ def test_same_scenario_same_bytes_and_events() -> None:
 
 
 def test_transactional_offsets_resolve_through_the_group_coordinator() -> None:
-    from offsetscope.coordinator.group import messages as msg
-    from offsetscope.coordinator.group.config import GroupCoordinatorConfig
-    from offsetscope.coordinator.runtime import GroupCoordinatorRuntime
-    from offsetscope.coordinator.txn.runtime import GroupRuntimeMarkerSink
+    from offsetscope.sim.coordinator.group import messages as msg
+    from offsetscope.sim.coordinator.group.config import GroupCoordinatorConfig
+    from offsetscope.sim.coordinator.runtime import GroupCoordinatorRuntime
+    from offsetscope.sim.coordinator.txn.runtime import GroupRuntimeMarkerSink
 
     clock = VirtualClock(T0)
     logs = LogStore()
@@ -462,7 +462,7 @@ def test_transactional_offsets_resolve_through_the_group_coordinator() -> None:
 def test_events_serialise_as_json_lines() -> None:
     import json
 
-    from offsetscope.coordinator.txn.events import event_to_dict
+    from offsetscope.sim.coordinator.txn.events import event_to_dict
 
     rt, clock, _ = make()
     r = rt.init_producer_id("app", 60_000)

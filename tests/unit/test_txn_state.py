@@ -7,20 +7,20 @@ import itertools
 
 import pytest
 
-from offsetscope.coordinator.txn.metadata import (
+from offsetscope.protocol.transaction_log import TransactionStatus
+from offsetscope.sim.coordinator.txn.metadata import (
     TopicPartition,
     TransactionMetadata,
     TxnTransit,
     new_transaction_metadata,
 )
-from offsetscope.coordinator.txn.state import (
+from offsetscope.sim.coordinator.txn.state import (
     VALID_PREVIOUS_STATES,
     IllegalStateTransition,
     TransactionState,
     UnknownTransactionStateError,
     is_valid_transition,
 )
-from offsetscope.protocol.transaction_log import TransactionStatus
 
 S = TransactionState
 

@@ -10,8 +10,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from offsetscope.pipelines import writes
 from offsetscope.pipelines.commits import COLUMNS
+from offsetscope.spark import writes
 
 # Values a corrupt record can carry beside ordinary ones: the ends of Spark's range, one past
 # them, int64's extremes, -1 (a v0 message's "no timestamp") and null.

@@ -44,8 +44,8 @@ from typing import Any, Protocol
 from offsetscope import redaction
 from offsetscope.alerts.engine import Evaluation
 from offsetscope.alerts.model import AlertRow, AlertStatus, Severity
+from offsetscope.clock import Clock, SystemClock
 from offsetscope.config import AlertsConfig, NotifyConfig, duration_ms
-from offsetscope.coordinator.clock import Clock, SystemClock
 
 log = logging.getLogger("offsetscope.alerts")
 

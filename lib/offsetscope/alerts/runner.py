@@ -57,8 +57,8 @@ from offsetscope.alerts.model import (
     AlertStatus,
 )
 from offsetscope.alerts.notify import Dispatcher, NotificationOutcome, Notifier, build_notifiers
+from offsetscope.clock import Clock, SystemClock
 from offsetscope.config import Config, duration_ms
-from offsetscope.coordinator.clock import Clock, SystemClock
 from offsetscope.history.groups import GroupState
 from offsetscope.history.rows import GenerationRow, PartitionLagRow, SessionRow, TransactionRow
 from offsetscope.history.states import ConsumerState

@@ -17,7 +17,7 @@ Complete* (``completed_at``); one ``transaction_status_timeline`` row per record
 inferred PrepareEpochFence of coordinator aborts.
 
 How an abort's cause is inferred (Kafka's ``TransactionCoordinator``; the bundled coordinator in
-:mod:`offsetscope.coordinator.txn` follows it):
+:mod:`offsetscope.sim.coordinator.txn` follows it):
 
 * Transactions V0/V1: clients never bump the epoch, so a PrepareAbort whose epoch is above the
   transaction's is a coordinator abort. It is a **timeout** when it came after

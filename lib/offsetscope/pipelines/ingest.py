@@ -38,7 +38,7 @@ while the slower writes finish. The fold state is saved after all of them and th
   per transactional id. Fold state is loaded for the keys in the batch only and written back by
   MERGE: a batch costs what its records cost, whatever the history.
 * **Exactly once**: appends carry ``txnAppId``/``txnVersion``, MERGEs the matching session confs
-  (:mod:`offsetscope.pipelines.writes`); gold MERGEs are on natural keys, restricted to the keys
+  (:mod:`offsetscope.spark.writes`); gold MERGEs are on natural keys, restricted to the keys
   of the batch. A replayed batch id writes nothing twice; fold state is written last, so a batch
   that failed half-way is folded again from the same state and yields the same rows.
 * Infrastructure errors are never caught: they fail the batch and the query.
@@ -66,8 +66,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from offsetscope import secrets
+from offsetscope.clock import Clock, SystemClock
 from offsetscope.config import Config
-from offsetscope.coordinator.clock import Clock, SystemClock
 from offsetscope.history.events import (
     ConsumerGroupEvent,
     ControlEvent,
@@ -80,7 +80,7 @@ from offsetscope.history.groups import GroupInput, GroupState, fold_group
 from offsetscope.history.offsets import COMMITTED, OffsetsState, fold_offsets
 from offsetscope.history.rows import EndOffsetSample, OffsetCommitRow
 from offsetscope.history.transactions import TxnIdState, fold_transactions
-from offsetscope.pipelines import commits, writes
+from offsetscope.pipelines import commits
 from offsetscope.pipelines import lag as lagmod
 from offsetscope.pipelines import state as st
 from offsetscope.pipelines.events import event_from_decoded
@@ -90,7 +90,7 @@ from offsetscope.quality import tables as qtables
 from offsetscope.quality import validate as quality
 from offsetscope.quality.model import QualityResultRow
 from offsetscope.spark import decode as dec
-from offsetscope.spark import sources
+from offsetscope.spark import sources, writes
 from offsetscope.spark import tables as catalogue
 
 ProgressCallback = Callable[["BatchReport"], None]
@@ -166,7 +166,7 @@ def commit_rows_ms(
     decoded: DataFrame, *, read_committed_source: bool, transactional: bool = False
 ) -> DataFrame:
     """``offset_commits`` rows of the offset commits committed as read (timestamps in epoch ms;
-    :func:`offsetscope.pipelines.writes.ms_table` gives them the table's types on the driver).
+    :func:`offsetscope.spark.writes.ms_table` gives them the table's types on the driver).
 
     Args:
         decoded: decoded rows.

@@ -46,12 +46,11 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
+from offsetscope.clock import Clock
 from offsetscope.config import Config
-from offsetscope.coordinator.clock import Clock
 from offsetscope.history.lag import LagIndex, RecordTime, append_time
 from offsetscope.history.rows import EndOffsetSample
-from offsetscope.pipelines import writes
-from offsetscope.spark import logdir
+from offsetscope.spark import logdir, writes
 
 # The fold-state encoding of a partition's positions (PartitionPositions).
 POSITIONS_FORMAT = "positions/2"

@@ -18,8 +18,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from offsetscope.config import Config
-from offsetscope.pipelines import writes
 from offsetscope.spark import tables as catalogue
+from offsetscope.spark import writes
 
 STATE = "fold_state"
 OFFSETS = "offsets"

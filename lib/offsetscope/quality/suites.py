@@ -8,7 +8,7 @@ turns a table's checks into a ``gx.ExpectationSuite`` (each expectation carries 
   (a batch of upserts has one row per key);
 * **state names**: group states are Kafka's names for classic and KIP-848 groups
   (:mod:`offsetscope.history.states`), transaction states the coordinator's
-  (:class:`offsetscope.coordinator.txn.state.TransactionState`), and the fold's enumerations
+  (:class:`offsetscope.sim.coordinator.txn.state.TransactionState`), and the fold's enumerations
   (commit status, transaction outcome, lag method) their declared values;
 * **order**: a generation is above the previous one of its group, an end is not before its
   start (a session's ``left_at``, a transaction's ``completed_at``), the high watermark not below
@@ -28,10 +28,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from offsetscope.coordinator.txn.state import TransactionState
 from offsetscope.history import tables as history
 from offsetscope.history.offsets import ABORTED, COMMITTED, DROPPED, PENDING, SUPERSEDED
 from offsetscope.history.states import ClassicState, ConsumerState
+from offsetscope.sim.coordinator.txn.state import TransactionState
 
 GROUP_STATES = tuple(sorted({s.value for s in ClassicState} | {s.value for s in ConsumerState}))
 TXN_STATES = tuple(sorted(s.name for s in TransactionState))

@@ -25,9 +25,9 @@ from pyspark.sql import functions as F
 
 from offsetscope.config import Config
 from offsetscope.history.codec import from_jsonable
-from offsetscope.pipelines import writes
 from offsetscope.quality import model
 from offsetscope.spark import tables as catalogue
+from offsetscope.spark import writes
 from offsetscope.spark.tables import ColumnSpec, TableSpec
 
 T = TypeVar("T")

@@ -58,8 +58,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from offsetscope.clock import Clock, SystemClock
 from offsetscope.config import Config, QualityConfig, duration_ms
-from offsetscope.coordinator.clock import Clock, SystemClock
 from offsetscope.quality import suites
 from offsetscope.quality import tables as qtables
 from offsetscope.quality.model import ExpectationResult, QualityResultRow

@@ -1,0 +1,19 @@
+"""What every command that reads ``conf/`` shares: the ``--env``/``--conf`` arguments."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from offsetscope import config
+
+
+def env_args(parser: argparse.ArgumentParser) -> None:
+    """Add ``--env`` (``conf/<env>.toml``) and ``--conf`` (a further TOML file, read last)."""
+    parser.add_argument("--env", default="local", help="conf/<env>.toml (default local)")
+    parser.add_argument("--conf", type=Path, default=None, help="a further TOML file, last")
+
+
+def load_config(args: argparse.Namespace) -> config.Config:
+    """The configuration the command's ``--env`` and ``--conf`` name."""
+    return config.load(args.env, extra=args.conf)

@@ -1,0 +1,377 @@
+"""Crash trials of the ingest driver: SIGKILL at seeded moments, restart, compare every table.
+
+The pipeline's exactly-once promise (issue 6, ``DESIGN.md``): a driver killed at any moment and
+restarted from its checkpoint ends with the same rows as a run that was never interrupted --
+Delta writes are idempotent per (app id, batch id), MERGEs re-run on a replayed batch match the
+rows they wrote, the fold state is saved after the table writes and the audit row last.
+
+Trials run in chains, to spend the machine on kills rather than on JVM starts. One chain::
+
+    driver (own session, own schema and checkpoint) ──SIGKILL (process group: Python, JVM)──┐
+    driver again, same checkpoint ──SIGKILL at the chain's next moment─────────────────────┤
+    ... ``--kills-per-chain`` kills, each one trial ...                                    │
+    driver again, runs to the end  <──────────────────────────────────────────────────────┘
+
+Each restart recovers from what the previous kill left (a torn batch, a commit without its
+audit row, a half-created table), so a chain checks every recovery and their combination; its
+tables are compared once at the end, and a divergence counts against every trial of the chain.
+A driver that exits non-zero on its own before its kill (a recovery that fails) is a
+divergence.
+
+Kill moments, seeded per trial, measured from the restart they interrupt: ``timed`` -- a
+uniform moment of the first 15-70 % of the uninterrupted run's duration; ``commit`` -- the moment
+the j-th new Delta commit file (``_delta_log/*.json``) of the schema's tables appears, j uniform
+over one micro-batch's commits (the batch's other writes, the fold state and the audit row still
+to come); ``inside`` -- the moment the j-th new data file (``*.parquet``) appears, j uniform over
+one batch's data files: a write whose files exist and whose commit does not yet. Files are
+polled every 5 ms.
+
+Afterwards one SparkSession compares, for every table of the catalogue, the rows of each trial
+with the uninterrupted run's (``exceptAll`` both ways; maps as sorted entry arrays; the columns
+that say when a batch ran -- ``ingest_batch_id``, ``ingested_at`` -- left out, and the tables
+whose rows depend on batch boundaries -- ``fold_state``, ``batch_audit``, ``end_offsets``,
+``partition_lag`` -- compared by their totals: audit records in, and the final lag sample).
+Prints each divergence and ``chaos: N trials, M diverged``; exits 1 unless M is 0.
+
+Input: a deterministic synthetic log directory (:mod:`offsetscope.sim.synthetic`). Every
+process runs in its own warehouse and metastore under ``--out`` (the embedded metastore admits
+one JVM at a time; the trials run one after another).
+
+``python -m offsetscope.verify.chaos --trials 20 --kills-per-chain 5 --seed 1 --out .work/chaos``
+(``make chaos``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from offsetscope import config
+from offsetscope.sim.synthetic import SyntheticLog, Workload
+
+WORKLOAD: Final = Workload(groups=3, members=2, rebalance_every=4, transaction_every=2)
+BATCH_DEPENDENT: Final = frozenset({"fold_state", "batch_audit", "end_offsets", "partition_lag"})
+VOLATILE: Final = frozenset({"ingest_batch_id", "ingested_at"})
+BASELINE: Final = "chaos_base"
+QUERY: Final = "chaos"
+
+
+MODES: Final = ("timed", "commit", "inside")
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """One kill: how it was chosen and what happened."""
+
+    number: int
+    chain: int
+    mode: str  # timed | commit | inside (see the module docstring)
+    target: float  # seconds after the restart, or the j-th new commit / data file
+    killed_after: float | None  # seconds after the restart; None: it ended before the kill
+    files: tuple[int, int]  # (commit files, data files) of the schema when it was killed
+    schema: str
+    exit_code: int | None  # of a run that ended on its own before the kill
+
+
+@dataclass(frozen=True, slots=True)
+class Files:
+    """Counts of a schema's Delta files so far."""
+
+    commits: int  # _delta_log/*.json
+    data: int  # *.parquet data files (checkpoints under _delta_log not counted)
+
+
+def trial_config(base: config.Config, out: Path, schema: str, max_records: int) -> config.Config:
+    """``base`` reading ``out/logs`` available-now in batches of ``max_records`` into ``schema``,
+    with its own warehouse, metastore and checkpoint under ``out``."""
+    work = (out / "runs").resolve()
+    cfg = config.with_segment_source(
+        base, (out / "logs").resolve(), max_records_per_trigger=max_records
+    )
+    cfg = config.with_storage(
+        cfg, work_dir=work, schema=schema, checkpoint_dir=work / "checkpoints" / schema
+    )
+    return config.with_pipeline(cfg, trigger="available_now")
+
+
+def _driver_command(out: Path, schema: str, max_records: int, env: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "offsetscope.verify.chaos",
+        "--driver",
+        "--out",
+        str(out),
+        "--schema",
+        schema,
+        "--max-records",
+        str(max_records),
+        "--env",
+        env,
+    ]
+
+
+def _driver(out: Path, schema: str, max_records: int, env: str) -> int:
+    """The driver process: ingest everything available, then exit."""
+    from offsetscope.pipelines import ingest
+    from offsetscope.spark.session import build_job_session
+
+    cfg = trial_config(config.load(env), out, schema, max_records)
+    spark = build_job_session(cfg, app_name=f"offsetscope-chaos-{schema}")
+    reports = ingest.run(spark, cfg, query_name=QUERY)
+    print(json.dumps({"batches": len(reports), "records": sum(r.rows_in for r in reports)}))
+    spark.stop()
+    return 0
+
+
+def _files(warehouse: Path, schema: str) -> Files:
+    """The schema's Delta commit and data files so far."""
+    root = warehouse / f"{schema}.db"
+    commits = data = 0
+    if root.is_dir():
+        for table in root.iterdir():
+            if not table.is_dir():
+                continue
+            for path in table.rglob("*"):
+                if path.parent.name == "_delta_log":
+                    commits += path.name.endswith(".json")
+                elif path.name.endswith(".parquet"):
+                    data += 1
+    return Files(commits, data)
+
+
+def _run(
+    command: list[str],
+    log: Path,
+    *,
+    kill: Callable[[float, Files], bool] | None,
+    files: Callable[[], Files],
+) -> tuple[int | None, float | None, Files]:
+    """Run a driver; SIGKILL its process group as soon as ``kill(seconds, files)`` holds.
+    Returns (exit code, or None when killed; seconds when killed; files at the end)."""
+    with log.open("ab") as sink:
+        proc = subprocess.Popen(
+            command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        began = time.monotonic()
+        try:
+            while proc.poll() is None:
+                now = time.monotonic() - began
+                if kill is not None and kill(now, files()):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    return None, now, files()
+                time.sleep(0.005 if kill is not None else 0.05)
+            return proc.returncode, None, files()
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def _kill_rule(mode: str, target: float, start: Files) -> Callable[[float, Files], bool]:
+    """When a trial of ``mode`` kills: ``target`` seconds after the restart, or once the
+    ``target``-th commit or data file after ``start`` exists."""
+    if mode == "timed":
+        return lambda seconds, _files: seconds >= target
+    if mode == "commit":
+        return lambda _seconds, now: now.commits >= start.commits + target
+    return lambda _seconds, now: now.data >= start.data + target
+
+
+def _stable(df: Any) -> Any:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import MapType
+
+    cols = []
+    for f in df.schema.fields:
+        if f.name in VOLATILE:
+            continue
+        if isinstance(f.dataType, MapType):
+            cols.append(F.array_sort(F.map_entries(F.col(f"`{f.name}`"))).alias(f.name))
+        else:
+            cols.append(F.col(f"`{f.name}`"))
+    return df.select(*cols)
+
+
+def compare(spark: Any, base: config.Config, trial: config.Config) -> list[str]:
+    """Divergences of ``trial``'s tables from ``base``'s (empty when they hold the same rows)."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+
+    from offsetscope.spark import tables as catalogue
+
+    out: list[str] = []
+    for logical in sorted(catalogue.CATALOGUE):
+        a = spark.table(catalogue.table_name(base, logical))
+        try:
+            b = spark.table(catalogue.table_name(trial, logical))
+        except AnalysisException as exc:
+            out.append(f"{logical}: missing after the restart ({str(exc).splitlines()[0]})")
+            continue
+        if logical in BATCH_DEPENDENT:
+            if logical == "batch_audit":
+                ra = a.agg(F.sum("rows_in")).collect()[0][0]
+                rb = b.agg(F.sum("rows_in")).collect()[0][0]
+                if ra != rb:
+                    out.append(f"batch_audit: {rb} records in, uninterrupted {ra}")
+                dup = b.groupBy("batch_id").count().where("count > 1").count()
+                if dup:
+                    out.append(f"batch_audit: {dup} batch ids audited more than once")
+            if logical == "partition_lag":
+                fa, fb = (
+                    x.where(x["as_of"] == x.agg(F.max("as_of")).collect()[0][0]).drop(
+                        "lag_seconds", "lag_method"
+                    )
+                    for x in (a, b)
+                )
+                extra, missing = fb.exceptAll(fa).count(), fa.exceptAll(fb).count()
+                if extra or missing:
+                    out.append(f"partition_lag final sample: {extra} extra, {missing} missing")
+            if logical == "fold_state":
+                # The folds' final states, end-offset samples (taken per batch) aside.
+                keep = ["fold", "key", "state", "last_offset"]
+                fa, fb = (x.where("fold != 'end_offsets'").select(*keep) for x in (a, b))
+                extra, missing = fb.exceptAll(fa).count(), fa.exceptAll(fb).count()
+                if extra or missing:
+                    out.append(
+                        f"fold_state: {extra} states only after the restart, {missing} missing"
+                    )
+            continue
+        sa, sb = _stable(a), _stable(b)
+        extra = sb.exceptAll(sa)
+        missing = sa.exceptAll(sb)
+        n_extra, n_missing = extra.count(), missing.count()
+        if n_extra or n_missing:
+            line = f"{logical}: {n_extra} rows only after the restart, {n_missing} rows missing"
+            for r in extra.limit(3).collect():
+                line += f"\n    + {r.asDict()}"
+            for r in missing.limit(3).collect():
+                line += f"\n    - {r.asDict()}"
+            out.append(line)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m offsetscope.verify.chaos --trials N --seed S --out DIR``."""
+    parser = argparse.ArgumentParser(
+        prog="offsetscope.verify.chaos", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--kills-per-chain", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=Path(".work/chaos"))
+    parser.add_argument("--ticks", type=int, default=12, help="synthetic workload ticks")
+    parser.add_argument("--batches", type=int, default=3, help="micro-batches per run")
+    parser.add_argument("--env", default="local")
+    parser.add_argument("--driver", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--schema", default=BASELINE, help=argparse.SUPPRESS)
+    parser.add_argument("--max-records", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    out: Path = args.out.resolve()
+    if args.driver:
+        return _driver(out, args.schema, args.max_records, args.env)
+
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    with SyntheticLog(out / "logs", WORKLOAD) as log:
+        truth = log.run(args.ticks)
+    max_records = max(20, -(-truth.records // args.batches))
+    base_cfg = config.load(args.env)
+    warehouse = Path(trial_config(base_cfg, out, BASELINE, max_records).storage.warehouse_dir)
+    print(f"chaos: log of {truth.records} internal-topic records, batches of {max_records}")
+
+    began = time.monotonic()
+    code, _, reference = _run(
+        _driver_command(out, BASELINE, max_records, args.env),
+        out / f"{BASELINE}.log",
+        kill=None,
+        files=lambda: _files(warehouse, BASELINE),
+    )
+    duration = time.monotonic() - began
+    chain_exit: dict[int, int | None] = {}
+    if code != 0:
+        print(f"chaos: the uninterrupted run failed ({out / f'{BASELINE}.log'})")
+        return 2
+    print(
+        f"chaos: uninterrupted run {duration:.1f} s, {reference.commits} Delta commit files, "
+        f"{reference.data} data files"
+    )
+    per_batch = Files(
+        max(1, reference.commits // args.batches), max(1, reference.data // args.batches)
+    )
+
+    rng = random.Random(args.seed)
+    trials: list[Trial] = []
+    chains = -(-args.trials // args.kills_per_chain)
+    for chain in range(chains):
+        schema = f"chaos_c{chain:02d}"
+        command = _driver_command(out, schema, max_records, args.env)
+        chain_log = out / f"{schema}.log"
+        count = functools.partial(_files, warehouse, schema)
+        for _ in range(min(args.kills_per_chain, args.trials - len(trials))):
+            n = len(trials)
+            mode = MODES[n % len(MODES)]
+            if mode == "timed":
+                target: float = rng.uniform(0.15, 0.7) * duration
+            else:
+                target = rng.randint(1, per_batch.commits if mode == "commit" else per_batch.data)
+            code, killed, seen = _run(
+                command, chain_log, kill=_kill_rule(mode, target, count()), files=count
+            )
+            trial = Trial(n, chain, mode, target, killed, (seen.commits, seen.data), schema, code)
+            trials.append(trial)
+            what = (
+                f"killed at {killed:.1f} s with {seen.commits} commit / {seen.data} data files"
+                if killed is not None
+                else f"ended before the kill, exit {code}"
+            )
+            print(f"trial {n:2d} chain {chain} {mode:6s} target {target:6.1f}: {what}", flush=True)
+        final, _, _ = _run(command, chain_log, kill=None, files=count)
+        print(f"chain {chain}: final restart exit {final}", flush=True)
+        chain_exit[chain] = final
+
+    from offsetscope.spark.session import build_job_session
+
+    base = trial_config(base_cfg, out, BASELINE, max_records)
+    spark = build_job_session(base, app_name="offsetscope-chaos-compare")
+    diverged = 0
+    for chain in range(chains):
+        members = [t for t in trials if t.chain == chain]
+        problems = [] if chain_exit[chain] == 0 else [f"final restart exit {chain_exit[chain]}"]
+        problems += [
+            f"trial {t.number}: the run it was to kill failed by itself (exit {t.exit_code})"
+            for t in members
+            if t.exit_code not in (None, 0)
+        ]
+        problems += compare(
+            spark, base, trial_config(base_cfg, out, members[0].schema, max_records)
+        )
+        if problems:
+            diverged += len(members)
+            numbers = ", ".join(str(t.number) for t in members)
+            print(f"chain {chain} (trials {numbers}) diverged:")
+            for p in problems:
+                print(f"  {p}")
+    spark.stop()
+    killed = sum(t.killed_after is not None for t in trials)
+    print(
+        f"chaos: {len(trials)} trials ({killed} kills landed) in {chains} chains, {diverged} diverged"
+    )
+    return 0 if diverged == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
