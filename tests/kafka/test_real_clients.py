@@ -26,7 +26,7 @@ from offsetscope.history.events import (
 )
 from offsetscope.protocol import partition_for
 from offsetscope.protocol.log import read_partition_dir
-from offsetscope.protocol.transaction_log import TransactionStatus
+from offsetscope.protocol.states import TransactionState
 from offsetscope.sim.coordinator.assignors import ClusterMetadata, Subscription, assignor_by_name
 from offsetscope.verify.harness.broker import BrokerHandle
 from offsetscope.verify.harness.clients import (
@@ -609,7 +609,7 @@ def _statuses(events: Sequence[TransactionLogEvent]) -> list[str]:
     """Status names, consecutive Ongoing records (one per AddPartitions call) collapsed."""
     names: list[str] = []
     for e in events:
-        name = TransactionStatus(e.status).state_name
+        name = TransactionState(e.status).name
         if not (names and name == "Ongoing" and names[-1] == "Ongoing"):
             names.append(name)
     return names
@@ -677,7 +677,7 @@ def test_transactions_commit_and_abort_offsets(
     assert events[0].partitions is None
     assert events[0].start_timestamp == -1
     offsets_partition = partition_for(group, kafka_broker.config.offsets_partitions)
-    by_status = {TransactionStatus(e.status).state_name: e for e in events}
+    by_status = {TransactionState(e.status).name: e for e in events}
     assert set(by_status["PrepareCommit"].partitions or ()) == {
         (sink, 0),
         (OFFSETS, offsets_partition),
@@ -688,7 +688,7 @@ def test_transactions_commit_and_abort_offsets(
     }
     assert by_status["CompleteCommit"].partitions == ()
     assert by_status["CompleteAbort"].partitions == ()
-    ongoing = [e for e in events if e.status == TransactionStatus.ONGOING]
+    ongoing = [e for e in events if e.status == TransactionState.Ongoing]
     # The start timestamp is that of the transaction's first partition, kept until it completes.
     assert by_status["CompleteCommit"].start_timestamp == ongoing[0].start_timestamp
     assert all(e.last_update_timestamp >= e.start_timestamp for e in events[1:])

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from offsetscope.protocol import codec
 from offsetscope.protocol import consumer_protocol as cp
-from offsetscope.protocol import transaction_log as tl
 from offsetscope.protocol.arrow_decode import (
     _WALKED_SPECS,
     DECODED_SCHEMA,
@@ -30,6 +29,7 @@ from offsetscope.protocol.arrow_walk import MAX_ELEMENTS, slices, walk
 from offsetscope.protocol.errors import DecodeError, InvalidStringError
 from offsetscope.protocol.registry import record_type
 from offsetscope.protocol.schema import UNKNOWN_TAGS, Field, Message
+from offsetscope.protocol.states import transaction_status_name
 
 OFFSETS = "__consumer_offsets"
 TXN = "__transaction_state"
@@ -457,7 +457,7 @@ def test_transaction_log_edge_cases(case: str) -> None:
     assert row["kind"] == ("transaction_log" if walked else "error")
     if walked:
         status = row["transaction_log"]["transaction_status"]
-        assert row["transaction_log"]["transaction_status_name"] == tl.status_name(status)
+        assert row["transaction_log"]["transaction_status_name"] == transaction_status_name(status)
 
 
 _GM_NULL_MEMBER_ID = b"".join(

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from offsetscope.protocol.states import ClassicGroupState as S
 from offsetscope.sim.coordinator.errors import Errors
 from offsetscope.sim.coordinator.group import events as ev
 from offsetscope.sim.coordinator.group.messages import MemberIdentity
-from offsetscope.sim.coordinator.group.states import ClassicGroupState as S
 from offsetscope.sim.coordinator.group.testing import GroupTestContext
 
 G = "billing"

@@ -6,11 +6,11 @@ import pytest
 
 from offsetscope.config import InvalidConfigError
 from offsetscope.protocol.records import OFFSETS_TOPIC
+from offsetscope.protocol.states import ClassicGroupState as S
 from offsetscope.sim.coordinator.errors import Errors
 from offsetscope.sim.coordinator.group import events as ev
 from offsetscope.sim.coordinator.group.config import GroupCoordinatorConfig
 from offsetscope.sim.coordinator.group.messages import JoinGroupResponse, SyncGroupResponse
-from offsetscope.sim.coordinator.group.states import ClassicGroupState as S
 from offsetscope.sim.coordinator.group.testing import GroupTestContext
 from offsetscope.sim.coordinator.runtime import GroupCoordinatorRuntime
 

@@ -6,17 +6,16 @@ import itertools
 
 import pytest
 
+from offsetscope.protocol.states import (
+    CLASSIC_GROUP_PREVIOUS,
+    ClassicGroupState,
+    IllegalStateTransition,
+    check_transition,
+)
 from offsetscope.sim.coordinator.group import changes as ch
 from offsetscope.sim.coordinator.group.events import LeaveCause
 from offsetscope.sim.coordinator.group.group import ClassicGroup
 from offsetscope.sim.coordinator.group.messages import Protocol
-from offsetscope.sim.coordinator.group.states import (
-    VALID_PREVIOUS_STATES,
-    ClassicGroupState,
-    IllegalStateTransition,
-    can_rebalance,
-    check_transition,
-)
 from offsetscope.sim.coordinator.java import grown_capacity, hashmap_order, java_string_hash
 
 S = ClassicGroupState
@@ -53,8 +52,8 @@ def test_every_transition_is_legal_exactly_when_the_table_says(
         with pytest.raises(IllegalStateTransition) as info:
             group.apply(change)
         err = info.value
-        assert (err.group_id, err.current, err.target) == ("g", current, target)
-        assert err.allowed == VALID_PREVIOUS_STATES[target]
+        assert (err.entity_id, err.current, err.target) == ("g", current, target)
+        assert err.allowed == CLASSIC_GROUP_PREVIOUS[target]
         assert str(current) in str(err)
         assert str(target) in str(err)
         # A refused transition changes nothing.
@@ -63,21 +62,23 @@ def test_every_transition_is_legal_exactly_when_the_table_says(
 
 
 def test_table_has_every_state_and_only_kafkas_edges() -> None:
-    assert set(VALID_PREVIOUS_STATES) == set(S)
-    edges = {(prev, target) for target, prevs in VALID_PREVIOUS_STATES.items() for prev in prevs}
+    assert set(CLASSIC_GROUP_PREVIOUS) == set(S)
+    edges = {(prev, target) for target, prevs in CLASSIC_GROUP_PREVIOUS.items() for prev in prevs}
     assert edges == LEGAL
 
 
 def test_check_transition_names_group_current_target_and_allowed() -> None:
     with pytest.raises(
-        IllegalStateTransition, match=r"'orders'.*\[CompletingRebalance\].*Stable.*Empty"
+        IllegalStateTransition,
+        match=r"group 'orders' cannot move from Empty to Stable "
+        r"\(allowed previous states: CompletingRebalance\)",
     ):
         check_transition("orders", S.EMPTY, S.STABLE)
 
 
 @pytest.mark.parametrize("state", list(S))
 def test_can_rebalance_from_stable_completing_and_empty_only(state: ClassicGroupState) -> None:
-    assert can_rebalance(state) == (state in {S.STABLE, S.COMPLETING_REBALANCE, S.EMPTY})
+    assert state.can_rebalance == (state in {S.STABLE, S.COMPLETING_REBALANCE, S.EMPTY})
 
 
 def test_state_names_are_kafkas_display_names() -> None:

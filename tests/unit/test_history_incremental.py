@@ -23,7 +23,7 @@ from offsetscope.history.groups import GroupState
 from offsetscope.history.offsets import OffsetsState
 from offsetscope.history.tables import TABLES, materialize
 from offsetscope.history.transactions import TxnIdState
-from offsetscope.protocol.transaction_log import TransactionStatus as St
+from offsetscope.protocol.states import TransactionState as St
 
 S = 1_000
 TOPIC = uuid.UUID("0b6e9d8c-4a51-4f7e-9a7e-5b1c2d3e4f50")
@@ -95,27 +95,27 @@ def scenario() -> list[Event]:
         p1.commit("storm", "orders", 0, gen * 100, t + 100)
 
     tl = txn_log()
-    tl.txn("t", St.EMPTY, 500, 0, T0)
-    tl.txn("t", St.ONGOING, 500, 0, T0 + S, partitions=[("orders", 0)], start=T0 + S)
-    tl.txn("t", St.PREPARE_COMMIT, 500, 0, T0 + 2 * S, partitions=[("orders", 0)], start=T0 + S)
-    tl.txn("t", St.COMPLETE_COMMIT, 500, 0, T0 + 2 * S, start=T0 + S)
-    tl.txn("t", St.ONGOING, 500, 0, T0 + 3 * S, partitions=[("orders", 1)], start=T0 + 3 * S,
+    tl.txn("t", St.Empty, 500, 0, T0)
+    tl.txn("t", St.Ongoing, 500, 0, T0 + S, partitions=[("orders", 0)], start=T0 + S)
+    tl.txn("t", St.PrepareCommit, 500, 0, T0 + 2 * S, partitions=[("orders", 0)], start=T0 + S)
+    tl.txn("t", St.CompleteCommit, 500, 0, T0 + 2 * S, start=T0 + S)
+    tl.txn("t", St.Ongoing, 500, 0, T0 + 3 * S, partitions=[("orders", 1)], start=T0 + 3 * S,
            timeout=5_000)  # fmt: skip
-    tl.txn("t", St.PREPARE_ABORT, 500, 1, T0 + 10 * S, partitions=[("orders", 1)],
+    tl.txn("t", St.PrepareAbort, 500, 1, T0 + 10 * S, partitions=[("orders", 1)],
            start=T0 + 3 * S, timeout=5_000)  # fmt: skip
-    tl.txn("t", St.COMPLETE_ABORT, 500, 1, T0 + 10 * S, start=T0 + 3 * S, timeout=5_000)
-    tl.txn("t", St.EMPTY, 500, 2, T0 + 11 * S)
-    tl.txn("t", St.ONGOING, 500, 2, T0 + 12 * S, partitions=[("orders", 2)], start=T0 + 12 * S)
-    tl.txn("t", St.PREPARE_ABORT, 500, 3, T0 + 13 * S, partitions=[("orders", 2)],
+    tl.txn("t", St.CompleteAbort, 500, 1, T0 + 10 * S, start=T0 + 3 * S, timeout=5_000)
+    tl.txn("t", St.Empty, 500, 2, T0 + 11 * S)
+    tl.txn("t", St.Ongoing, 500, 2, T0 + 12 * S, partitions=[("orders", 2)], start=T0 + 12 * S)
+    tl.txn("t", St.PrepareAbort, 500, 3, T0 + 13 * S, partitions=[("orders", 2)],
            start=T0 + 12 * S)  # fmt: skip
-    tl.txn("t", St.COMPLETE_ABORT, 500, 3, T0 + 13 * S, start=T0 + 12 * S)
-    tl.txn("t", St.EMPTY, 500, 4, T0 + 14 * S)
-    tl.txn("v2", St.ONGOING, 600, 5, T0 + S, partitions=[("orders", 0)], start=T0 + S, ctv=2)
-    tl.txn("v2", St.PREPARE_ABORT, 600, 6, T0 + 2 * S, partitions=[("orders", 0)],
+    tl.txn("t", St.CompleteAbort, 500, 3, T0 + 13 * S, start=T0 + 12 * S)
+    tl.txn("t", St.Empty, 500, 4, T0 + 14 * S)
+    tl.txn("v2", St.Ongoing, 600, 5, T0 + S, partitions=[("orders", 0)], start=T0 + S, ctv=2)
+    tl.txn("v2", St.PrepareAbort, 600, 6, T0 + 2 * S, partitions=[("orders", 0)],
            start=T0 + S, ctv=2)  # fmt: skip
-    tl.txn("v2", St.COMPLETE_ABORT, 600, 6, T0 + 2 * S, start=T0 + S, ctv=2)
-    tl.txn("v2", St.EMPTY, 600, 7, T0 + 3 * S, ctv=2)
-    tl.txn("gone", St.EMPTY, 700, 0, T0)
+    tl.txn("v2", St.CompleteAbort, 600, 6, T0 + 2 * S, start=T0 + S, ctv=2)
+    tl.txn("v2", St.Empty, 600, 7, T0 + 3 * S, ctv=2)
+    tl.txn("gone", St.Empty, 700, 0, T0)
     tl.txn_tombstone("gone", T0 + 80 * S)
 
     merged = [*p0.events, *p1.events, *tl.events]

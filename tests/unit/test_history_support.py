@@ -24,7 +24,7 @@ from offsetscope.history.events import (
 from offsetscope.protocol import consumer_protocol as cp
 from offsetscope.protocol.codec import decode_record, encode_record, make_record
 from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC, CoordinatorRecord
-from offsetscope.protocol.transaction_log import TransactionStatus
+from offsetscope.protocol.states import TransactionState
 
 T0 = 1_700_000_000_000  # a fixed epoch-ms origin; tests add offsets to it
 
@@ -265,7 +265,7 @@ class Log:
     def txn(
         self,
         tid: str,
-        status: TransactionStatus,
+        status: TransactionState,
         pid: int,
         epoch: int,
         ts: int,
@@ -283,7 +283,7 @@ class Log:
             for t, p in partitions:
                 by_topic.setdefault(t, []).append(p)
             parts = [{"topic": t, "partitionIds": ps} for t, ps in by_topic.items()]
-        elif status not in (TransactionStatus.EMPTY,):
+        elif status not in (TransactionState.Empty,):
             parts = []
         value = {
             "producerId": pid,

@@ -14,7 +14,7 @@ from offsetscope.history.tables import materialize
 from offsetscope.history.transactions import TxnIdState
 from offsetscope.protocol import decode_record
 from offsetscope.protocol.records import TRANSACTION_TOPIC, CoordinatorRecord
-from offsetscope.protocol.transaction_log import TransactionStatus as St
+from offsetscope.protocol.states import TransactionState as St
 from offsetscope.sim.coordinator.errors import Errors
 from offsetscope.sim.coordinator.log import LogStore
 from offsetscope.sim.coordinator.txn.config import TransactionCoordinatorConfig
@@ -36,16 +36,16 @@ def fold(events: list[Event]) -> tuple[TxnIdState, list[TransactionRow]]:
 
 def test_commit_then_client_abort_v0() -> None:
     log = txn_log()
-    log.txn(TID, St.EMPTY, PID, 0, T0)
-    log.txn(TID, St.ONGOING, PID, 0, T0 + 10, partitions=[("orders", 0)], start=T0 + 10)
-    log.txn(TID, St.ONGOING, PID, 0, T0 + 20, partitions=[("orders", 0), ("orders", 1)],
+    log.txn(TID, St.Empty, PID, 0, T0)
+    log.txn(TID, St.Ongoing, PID, 0, T0 + 10, partitions=[("orders", 0)], start=T0 + 10)
+    log.txn(TID, St.Ongoing, PID, 0, T0 + 20, partitions=[("orders", 0), ("orders", 1)],
             start=T0 + 10)  # fmt: skip
-    log.txn(TID, St.PREPARE_COMMIT, PID, 0, T0 + 50, partitions=[("orders", 0), ("orders", 1)],
+    log.txn(TID, St.PrepareCommit, PID, 0, T0 + 50, partitions=[("orders", 0), ("orders", 1)],
             start=T0 + 10)  # fmt: skip
-    log.txn(TID, St.COMPLETE_COMMIT, PID, 0, T0 + 55, start=T0 + 10)
-    log.txn(TID, St.ONGOING, PID, 0, T0 + 100, partitions=[("orders", 2)], start=T0 + 100)
-    log.txn(TID, St.PREPARE_ABORT, PID, 0, T0 + 130, partitions=[("orders", 2)], start=T0 + 100)
-    log.txn(TID, St.COMPLETE_ABORT, PID, 0, T0 + 131, start=T0 + 100)
+    log.txn(TID, St.CompleteCommit, PID, 0, T0 + 55, start=T0 + 10)
+    log.txn(TID, St.Ongoing, PID, 0, T0 + 100, partitions=[("orders", 2)], start=T0 + 100)
+    log.txn(TID, St.PrepareAbort, PID, 0, T0 + 130, partitions=[("orders", 2)], start=T0 + 100)
+    log.txn(TID, St.CompleteAbort, PID, 0, T0 + 131, start=T0 + 100)
     state, (t1, t2) = fold(log.events)
     assert (t1.outcome, t1.end_reason, t1.started_at, t1.ended_at, t1.completed_at) == (
         "committed",
@@ -70,10 +70,10 @@ def test_commit_then_client_abort_v0() -> None:
 
 def test_timeout_v0_epoch_bump_after_the_timeout() -> None:
     log = txn_log()
-    log.txn(TID, St.ONGOING, PID, 4, T0, partitions=[("orders", 0)], start=T0, timeout=10_000)
-    log.txn(TID, St.PREPARE_ABORT, PID, 5, T0 + 15_000, partitions=[("orders", 0)], start=T0,
+    log.txn(TID, St.Ongoing, PID, 4, T0, partitions=[("orders", 0)], start=T0, timeout=10_000)
+    log.txn(TID, St.PrepareAbort, PID, 5, T0 + 15_000, partitions=[("orders", 0)], start=T0,
             timeout=10_000)  # fmt: skip
-    log.txn(TID, St.COMPLETE_ABORT, PID, 5, T0 + 15_000, start=T0, timeout=10_000)
+    log.txn(TID, St.CompleteAbort, PID, 5, T0 + 15_000, start=T0, timeout=10_000)
     _, (t,) = fold(log.events)
     assert (t.end_reason, t.timed_out, t.fenced, t.end_reason_inferred) == (
         "timeout",
@@ -86,10 +86,10 @@ def test_timeout_v0_epoch_bump_after_the_timeout() -> None:
 
 def test_fencing_v0_names_the_fencing_epoch() -> None:
     log = txn_log()
-    log.txn(TID, St.ONGOING, PID, 4, T0, partitions=[("orders", 0)], start=T0, timeout=60_000)
-    log.txn(TID, St.PREPARE_ABORT, PID, 5, T0 + 100, partitions=[("orders", 0)], start=T0)
-    log.txn(TID, St.COMPLETE_ABORT, PID, 5, T0 + 100, start=T0)
-    log.txn(TID, St.EMPTY, PID, 6, T0 + 200)
+    log.txn(TID, St.Ongoing, PID, 4, T0, partitions=[("orders", 0)], start=T0, timeout=60_000)
+    log.txn(TID, St.PrepareAbort, PID, 5, T0 + 100, partitions=[("orders", 0)], start=T0)
+    log.txn(TID, St.CompleteAbort, PID, 5, T0 + 100, start=T0)
+    log.txn(TID, St.Empty, PID, 6, T0 + 200)
     _, out = fold_transactions(None, log.events)
     (t,) = materialize(out.transactions).values()
     assert (t.end_reason, t.fenced, t.timed_out, t.fenced_by_epoch, t.fenced_by_producer_id) == (
@@ -111,9 +111,9 @@ def test_fencing_v0_names_the_fencing_epoch() -> None:
 
 def test_tv2_commit_bumps_the_epoch_and_is_a_client_commit() -> None:
     log = txn_log()
-    log.txn(TID, St.ONGOING, PID, 3, T0, partitions=[("orders", 0)], start=T0, ctv=2)
-    log.txn(TID, St.PREPARE_COMMIT, PID, 4, T0 + 5, partitions=[("orders", 0)], start=T0, ctv=2)
-    log.txn(TID, St.COMPLETE_COMMIT, PID, 4, T0 + 5, start=T0, ctv=2)
+    log.txn(TID, St.Ongoing, PID, 3, T0, partitions=[("orders", 0)], start=T0, ctv=2)
+    log.txn(TID, St.PrepareCommit, PID, 4, T0 + 5, partitions=[("orders", 0)], start=T0, ctv=2)
+    log.txn(TID, St.CompleteCommit, PID, 4, T0 + 5, start=T0, ctv=2)
     _, (t,) = fold(log.events)
     assert (t.end_reason, t.client_transaction_version, t.producer_epoch, t.end_producer_epoch) == (
         "client_commit",
@@ -125,19 +125,19 @@ def test_tv2_commit_bumps_the_epoch_and_is_a_client_commit() -> None:
 
 def test_tv2_epoch_overflow_rotates_the_producer_id() -> None:
     log = txn_log()
-    log.txn(TID, St.ONGOING, PID, 32766, T0, partitions=[("orders", 0)], start=T0, ctv=2)
-    log.txn(TID, St.PREPARE_COMMIT, PID, 32767, T0 + 5, partitions=[("orders", 0)], start=T0,
+    log.txn(TID, St.Ongoing, PID, 32766, T0, partitions=[("orders", 0)], start=T0, ctv=2)
+    log.txn(TID, St.PrepareCommit, PID, 32767, T0 + 5, partitions=[("orders", 0)], start=T0,
             ctv=2, next_pid=PID + 1)  # fmt: skip
-    log.txn(TID, St.COMPLETE_COMMIT, PID + 1, 0, T0 + 5, start=T0, ctv=2, prev_pid=PID)
+    log.txn(TID, St.CompleteCommit, PID + 1, 0, T0 + 5, start=T0, ctv=2, prev_pid=PID)
     _, (t,) = fold(log.events)
     assert (t.next_producer_id, t.end_producer_id, t.end_producer_epoch) == (PID + 1, PID + 1, 0)
 
 
 def test_tv2_abort_with_nothing_added_is_a_zero_length_transaction() -> None:
     log = txn_log()
-    log.txn(TID, St.EMPTY, PID, 0, T0)
-    log.txn(TID, St.PREPARE_ABORT, PID, 1, T0 + 40, start=T0 + 40, ctv=2)
-    log.txn(TID, St.COMPLETE_ABORT, PID, 1, T0 + 40, start=T0 + 40, ctv=2)
+    log.txn(TID, St.Empty, PID, 0, T0)
+    log.txn(TID, St.PrepareAbort, PID, 1, T0 + 40, start=T0 + 40, ctv=2)
+    log.txn(TID, St.CompleteAbort, PID, 1, T0 + 40, start=T0 + 40, ctv=2)
     _, (t,) = fold(log.events)
     assert (t.outcome, t.end_reason, t.duration_ms, t.partition_count, t.producer_epoch) == (
         "aborted",
@@ -150,8 +150,8 @@ def test_tv2_abort_with_nothing_added_is_a_zero_length_transaction() -> None:
 
 def test_reinit_while_ongoing_without_abort_records_is_a_fence() -> None:
     log = txn_log()
-    log.txn(TID, St.ONGOING, PID, 4, T0, partitions=[("orders", 0)], start=T0)
-    log.txn(TID, St.EMPTY, PID, 6, T0 + 100)
+    log.txn(TID, St.Ongoing, PID, 4, T0, partitions=[("orders", 0)], start=T0)
+    log.txn(TID, St.Empty, PID, 6, T0 + 100)
     state, (t,) = fold(log.events)
     assert (t.outcome, t.end_reason, t.fenced, t.fenced_by_epoch, t.end_reason_inferred) == (
         "aborted",
@@ -165,7 +165,7 @@ def test_reinit_while_ongoing_without_abort_records_is_a_fence() -> None:
 
 def test_expiry_tombstone_ends_the_timeline() -> None:
     log = txn_log()
-    log.txn(TID, St.EMPTY, PID, 0, T0)
+    log.txn(TID, St.Empty, PID, 0, T0)
     log.txn_tombstone(TID, T0 + 7 * 86_400_000)
     state, out = fold_transactions(None, log.events)
     assert state is not None
@@ -177,26 +177,26 @@ def test_expiry_tombstone_ends_the_timeline() -> None:
 
 def test_open_transaction_is_hanging_after_timeout_plus_margin() -> None:
     log = txn_log()
-    log.txn(TID, St.ONGOING, PID, 0, T0, partitions=[("orders", 0)], start=T0, timeout=60_000)
+    log.txn(TID, St.Ongoing, PID, 0, T0, partitions=[("orders", 0)], start=T0, timeout=60_000)
     state, _ = fold(log.events)
     assert hanging_transactions([state], T0 + 60_000 + 29_999, 30_000) == []
     (hang,) = hanging_transactions([state], T0 + 95_000, 30_000)
     assert (hang.transactional_id, hang.state, hang.open_for_ms) == (TID, "Ongoing", 95_000)
-    log.txn(TID, St.PREPARE_COMMIT, PID, 0, T0 + 1000, partitions=[("orders", 0)], start=T0)
+    log.txn(TID, St.PrepareCommit, PID, 0, T0 + 1000, partitions=[("orders", 0)], start=T0)
     state, _ = fold(log.events)
     # markers never written: still open in PrepareCommit
     assert [h.state for h in hanging_transactions([state], T0 + 95_000, 30_000)] == [
         "PrepareCommit"
     ]
-    log.txn(TID, St.COMPLETE_COMMIT, PID, 0, T0 + 1001, start=T0)
+    log.txn(TID, St.CompleteCommit, PID, 0, T0 + 1001, start=T0)
     state, _ = fold(log.events)
     assert hanging_transactions([state], T0 + 95_000, 30_000) == []
 
 
 def test_replay_is_idempotent_and_state_round_trips() -> None:
     log = txn_log()
-    log.txn(TID, St.ONGOING, PID, 0, T0, partitions=[("orders", 0)], start=T0)
-    log.txn(TID, St.PREPARE_ABORT, PID, 1, T0 + 5, partitions=[("orders", 0)], start=T0)
+    log.txn(TID, St.Ongoing, PID, 0, T0, partitions=[("orders", 0)], start=T0)
+    log.txn(TID, St.PrepareAbort, PID, 1, T0 + 5, partitions=[("orders", 0)], start=T0)
     state, _ = fold_transactions(None, log.events)
     assert state is not None
     assert TxnIdState.from_json(state.to_json()) == state

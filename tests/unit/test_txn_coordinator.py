@@ -8,6 +8,7 @@ import pytest
 
 from offsetscope.clock import VirtualClock
 from offsetscope.protocol.records import CoordinatorRecord
+from offsetscope.protocol.states import TransactionState as S
 from offsetscope.sim.coordinator.errors import Errors
 from offsetscope.sim.coordinator.result import CoordinatorResult
 from offsetscope.sim.coordinator.txn.config import TransactionCoordinatorConfig
@@ -25,7 +26,6 @@ from offsetscope.sim.coordinator.txn.events import (
 )
 from offsetscope.sim.coordinator.txn.metadata import TopicPartition
 from offsetscope.sim.coordinator.txn.producer_ids import ProducerIdManager
-from offsetscope.sim.coordinator.txn.state import TransactionState as S
 
 T0 = 1_700_000_000_000
 OUT0 = TopicPartition("out", 0)

@@ -10,6 +10,7 @@ import pytest
 from offsetscope.clock import VirtualClock
 from offsetscope.protocol import decode_record, encode_record
 from offsetscope.protocol.records import CoordinatorRecord
+from offsetscope.protocol.states import TransactionState as S
 from offsetscope.sim.coordinator.txn.config import TransactionCoordinatorConfig
 from offsetscope.sim.coordinator.txn.coordinator import TransactionCoordinator
 from offsetscope.sim.coordinator.txn.events import TxnCause
@@ -20,7 +21,6 @@ from offsetscope.sim.coordinator.txn.records import (
     new_transaction_log_record,
     new_transaction_log_tombstone,
 )
-from offsetscope.sim.coordinator.txn.state import TransactionState as S
 
 T0 = 1_700_000_000_000
 

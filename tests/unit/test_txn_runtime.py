@@ -10,6 +10,7 @@ import pytest
 from offsetscope.clock import VirtualClock
 from offsetscope.protocol import decode_record, partition_for
 from offsetscope.protocol.records import CoordinatorRecord
+from offsetscope.protocol.states import TransactionState as S
 from offsetscope.sim.coordinator.errors import Errors
 from offsetscope.sim.coordinator.log import AbortedTxn, LogRecord, LogStore, PartitionLog
 from offsetscope.sim.coordinator.producer_state import MarkerResult
@@ -17,7 +18,6 @@ from offsetscope.sim.coordinator.txn.config import TransactionCoordinatorConfig
 from offsetscope.sim.coordinator.txn.events import TxnCause, TxnOutcome, TxnOutcomeKind
 from offsetscope.sim.coordinator.txn.metadata import TopicPartition
 from offsetscope.sim.coordinator.txn.runtime import MarkerWriteError, TxnRuntime
-from offsetscope.sim.coordinator.txn.state import TransactionState as S
 
 T0 = 1_700_000_000_000
 OUT0 = TopicPartition("out", 0)

@@ -7,19 +7,18 @@ import itertools
 
 import pytest
 
-from offsetscope.protocol.transaction_log import TransactionStatus
+from offsetscope.protocol.states import (
+    TRANSACTION_PREVIOUS,
+    IllegalStateTransition,
+    TransactionState,
+    UnknownTransactionStateError,
+    is_valid_transition,
+)
 from offsetscope.sim.coordinator.txn.metadata import (
     TopicPartition,
     TransactionMetadata,
     TxnTransit,
     new_transaction_metadata,
-)
-from offsetscope.sim.coordinator.txn.state import (
-    VALID_PREVIOUS_STATES,
-    IllegalStateTransition,
-    TransactionState,
-    UnknownTransactionStateError,
-    is_valid_transition,
 )
 
 S = TransactionState
@@ -61,7 +60,7 @@ def test_wire_ids_and_names_are_kafkas() -> None:
     ]
     assert str(S.PrepareEpochFence) == "PrepareEpochFence"
     # Same codes and names as the decoder's status enum.
-    assert [(s.value, s.name) for s in S] == [(t.value, t.state_name) for t in TransactionStatus]
+    assert [(s.value, s.name) for s in S] == [(t.value, t.name) for t in TransactionState]
 
 
 @pytest.mark.parametrize("state", list(S))
@@ -91,8 +90,8 @@ def test_expiration_allowed_only_when_idle() -> None:
 def test_transition_table_edge(previous: TransactionState, target: TransactionState) -> None:
     expected = (previous, target) in KAFKA_EDGES
     assert is_valid_transition(previous, target) is expected
-    assert (previous in VALID_PREVIOUS_STATES[target]) is expected
-    assert (previous in target.valid_previous_states) is expected
+    assert (previous in TRANSACTION_PREVIOUS[target]) is expected
+    assert (previous in target.valid_previous) is expected
 
 
 def _in_state(state: TransactionState) -> TransactionMetadata:
@@ -135,10 +134,10 @@ def test_prepare_obeys_the_table(current: TransactionState, target: TransactionS
     else:
         with pytest.raises(IllegalStateTransition) as info:
             _prepare(meta, target)
-        assert info.value.transactional_id == "t"
+        assert info.value.entity_id == "t"
         assert info.value.current is current
         assert info.value.target is target
-        assert info.value.allowed == VALID_PREVIOUS_STATES[target]
+        assert info.value.allowed == TRANSACTION_PREVIOUS[target]
         assert f"cannot move from {current.name} to {target.name}" in str(info.value)
 
 

@@ -61,8 +61,8 @@ from offsetscope.clock import Clock, SystemClock
 from offsetscope.config import Config, duration_ms
 from offsetscope.history.groups import GroupState
 from offsetscope.history.rows import GenerationRow, PartitionLagRow, SessionRow, TransactionRow
-from offsetscope.history.states import ConsumerState
 from offsetscope.pipelines import state as fold_state
+from offsetscope.protocol.states import ConsumerGroupState
 from offsetscope.quality import model as qmodel
 from offsetscope.quality import tables as qtables
 from offsetscope.spark import sources
@@ -70,7 +70,7 @@ from offsetscope.spark import tables as catalogue
 
 log = logging.getLogger("offsetscope.alerts")
 
-_STUCK_STATES = (ConsumerState.ASSIGNING.value, ConsumerState.RECONCILING.value)
+_STUCK_STATES = (ConsumerGroupState.ASSIGNING.value, ConsumerGroupState.RECONCILING.value)
 _READS = (
     "group_generations",
     "member_sessions",

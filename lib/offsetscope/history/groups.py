@@ -31,7 +31,7 @@ What the records say, and what this fold inverts (kafka-formats.md sections 3.3,
   epoch (8); a member leaving writes tombstones 8, 7, 5 then an epoch bump; deletion writes
   tombstones 8*, 7*, 6, 5*, 16*, 4, 3. One row per group epoch (type 3); the row's assignment is
   the target assignment once a type 6 record reaches that epoch. The group state is recomputed
-  after every record exactly as Kafka does on replay (:mod:`offsetscope.history.states`), so
+  after every record exactly as Kafka does on replay (:mod:`offsetscope.protocol.states`), so
   those transitions are observed at record granularity.
 
 Group lives: a group id can be deleted and created again (or converted between the classic and
@@ -78,8 +78,8 @@ from offsetscope.history.rows import (
     SessionRow,
     TransitionRow,
 )
-from offsetscope.history.states import ClassicState, ConsumerState
 from offsetscope.protocol.json_format import uuid_to_kafka
+from offsetscope.protocol.states import ClassicGroupState, ConsumerGroupState
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
@@ -111,8 +111,8 @@ _LIVE_KINDS = (CLASSIC, KIP848)
 CONSUMER_GROUP_TYPES = frozenset({3, 4, 5, 6, 7, 8, 16})
 _STABLE_MEMBER = 0  # MemberState.STABLE (kafka-formats.md section 3.8)
 
-_C = ClassicState
-_K = ConsumerState
+_C = ClassicGroupState
+_K = ConsumerGroupState
 
 GroupInput = GroupMetadataEvent | ConsumerGroupEvent | OffsetCommitRow
 

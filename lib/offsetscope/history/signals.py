@@ -30,8 +30,8 @@ from itertools import pairwise
 from offsetscope.history.groups import MAX_REBALANCE_TIMES, GroupState, rebalances_in_window
 from offsetscope.history.lag import LagIndex
 from offsetscope.history.rows import GenerationRow, SessionRow
-from offsetscope.history.states import ConsumerState
 from offsetscope.history.transactions import TxnIdState
+from offsetscope.protocol.states import ConsumerGroupState
 
 DEFAULT_REBALANCE_TIMEOUT_MS = 300_000  # Kafka's max.poll.interval.ms default
 MAX_LISTED_GENERATIONS = 1_000  # skipped generations a StuckRebalance lists by number
@@ -208,8 +208,8 @@ def stuck_rebalances(
         )
     for st in sorted(states, key=lambda s: s.group_id):
         if st.kind != "kip848" or st.state not in (
-            ConsumerState.ASSIGNING.value,
-            ConsumerState.RECONCILING.value,
+            ConsumerGroupState.ASSIGNING.value,
+            ConsumerGroupState.RECONCILING.value,
         ):
             continue
         if st.state_since is None or st.current is None:

@@ -44,9 +44,9 @@ from dataclasses import dataclass
 from offsetscope.history.codec import JsonState, evolve
 from offsetscope.history.events import Event, TopicPartition, TransactionLogEvent
 from offsetscope.history.rows import TransactionRow, TxnStatusRow
-from offsetscope.protocol.transaction_log import TransactionStatus, status_name
+from offsetscope.protocol.states import TransactionState, transaction_status_name
 
-_S = TransactionStatus
+_S = TransactionState
 TV_2 = 2
 
 ONGOING = "ongoing"
@@ -177,10 +177,10 @@ class _TxnFolder:
             return
         at = e.last_update_timestamp if e.last_update_timestamp >= 0 else ts
         code = e.status
-        name = status_name(code)
+        name = transaction_status_name(code)
         seq = 0
         open_row, awaiting = s.open, s.awaiting_fence
-        if code == _S.EMPTY:
+        if code == _S.Empty:
             reason = "InitProducerId"
             if s.producer_id is not None and e.producer_id != s.producer_id:
                 reason += f" (new producer id {e.producer_id}, was {s.producer_id})"
@@ -204,7 +204,7 @@ class _TxnFolder:
                     )
                 )
                 awaiting = None
-        elif code == _S.ONGOING:
+        elif code == _S.Ongoing:
             awaiting = None  # the same producer carries on: the last abort was its own
             if open_row is not None and open_row.outcome != ONGOING:
                 open_row = None  # its Complete* record was never seen
@@ -224,7 +224,7 @@ class _TxnFolder:
                     )
                 )
                 reason = "partitions added"
-        elif code in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
+        elif code in (_S.PrepareCommit, _S.PrepareAbort):
             tv2 = e.client_transaction_version >= TV_2
             if open_row is None or open_row.outcome != ONGOING:
                 # TV2 abort with no partition added (or a cold start mid-transaction): the
@@ -233,7 +233,7 @@ class _TxnFolder:
                     e.producer_epoch - 1 if tv2 and e.producer_epoch > 0 else e.producer_epoch
                 )
                 open_row = _new_row(e, start_epoch, ts)
-            commit = code == _S.PREPARE_COMMIT
+            commit = code == _S.PrepareCommit
             bump = e.producer_epoch - open_row.producer_epoch
             coordinator = bump >= (2 if tv2 else 1)
             started = open_row.started_at
@@ -283,8 +283,8 @@ class _TxnFolder:
             self._step(e, seq, at, prev_status, name, False, reason)
             self.s = _advance(s, e, name, open_row, awaiting, ts)
             return
-        elif code in (_S.COMPLETE_COMMIT, _S.COMPLETE_ABORT):
-            commit = code == _S.COMPLETE_COMMIT
+        elif code in (_S.CompleteCommit, _S.CompleteAbort):
+            commit = code == _S.CompleteCommit
             if open_row is None:
                 open_row = _new_row(e, e.producer_epoch, ts)
                 open_row = _end(
@@ -356,7 +356,7 @@ def _new_row(e: TransactionLogEvent, epoch: int, ts: int) -> TransactionRow:
         next_producer_id=None,
         client_transaction_version=e.client_transaction_version,
         timeout_ms=e.timeout_ms,
-        state=status_name(e.status),
+        state=transaction_status_name(e.status),
         outcome=ONGOING,
         started_at=start,
         ended_at=None,
@@ -390,7 +390,7 @@ def _end(
     parts = _union(row.partitions, e.partitions or ())
     return evolve(
         row,
-        state=status_name(e.status),
+        state=transaction_status_name(e.status),
         outcome=outcome,
         ended_at=at,
         completed_at=e.at.timestamp if complete else row.completed_at,

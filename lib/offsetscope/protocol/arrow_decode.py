@@ -57,6 +57,7 @@ from offsetscope.protocol.records import (
 )
 from offsetscope.protocol.registry import record_type
 from offsetscope.protocol.schema import Field, Message
+from offsetscope.protocol.states import transaction_status_name
 
 # ----------------------------------------------------------------------------- schemas
 
@@ -393,7 +394,7 @@ def _transaction_struct(record: CoordinatorRecord) -> dict[str, Any]:
     row = _snake(tl.TRANSACTION_LOG_KEY, 0, record.key)
     if record.value is not None and record.value_version is not None:
         row.update(_snake(tl.TRANSACTION_LOG_VALUE, record.value_version, record.value))
-        row["transaction_status_name"] = tl.status_name(record.value["transactionStatus"])
+        row["transaction_status_name"] = transaction_status_name(record.value["transactionStatus"])
     return row
 
 
@@ -731,7 +732,7 @@ def _walked_path(
     return _FastResult(handled, batch)
 
 
-_STATUS_NAMES = pa.array([tl.status_name(code) for code in range(-128, 128)])
+_STATUS_NAMES = pa.array([transaction_status_name(code) for code in range(-128, 128)])
 
 
 def _finish_transaction(arrays: dict[str, pa.Array]) -> None:

@@ -33,7 +33,7 @@ from offsetscope.protocol import errors
 from offsetscope.protocol.records import CoordinatorRecord
 from offsetscope.protocol.registry import record_type
 from offsetscope.protocol.schema import Field, Message
-from offsetscope.protocol.transaction_log import status_name
+from offsetscope.protocol.states import transaction_status_name
 
 
 def uuid_to_kafka(u: uuid.UUID) -> str:
@@ -112,7 +112,7 @@ def _value_payload(record: CoordinatorRecord, *, decode_blobs: bool) -> dict[str
         raise ValueError("a decoded, non-tombstone record is required")
     data = message_json(rt.value, record.value_version, record.value)
     if rt.value.name == "TransactionLogValue":
-        data["transactionStatus"] = status_name(record.value["transactionStatus"])
+        data["transactionStatus"] = transaction_status_name(record.value["transactionStatus"])
     if decode_blobs and rt.value.name == "GroupMetadataValue":
         _decode_member_blobs(data, record.value)
     return data

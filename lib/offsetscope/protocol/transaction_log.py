@@ -1,4 +1,4 @@
-"""``__transaction_state`` record schemas and the transaction status codes.
+"""``__transaction_state`` record schemas (the status codes are :class:`offsetscope.protocol.states.TransactionState`).
 
 Mirrors Kafka 4.4's ``transaction-coordinator/src/main/resources/common/message/TransactionLog{Key,Value}.json``.
 
@@ -16,8 +16,6 @@ record. A tombstone means the transactional id expired.
 """
 
 from __future__ import annotations
-
-from enum import IntEnum
 
 from offsetscope.protocol.schema import Field as F
 from offsetscope.protocol.schema import Message
@@ -55,42 +53,3 @@ TRANSACTION_LOG_VALUE = Message(
         F("ClientTransactionVersion", "int16", "1+", tag=2, tagged="1+", default=0),
     ),
 )
-
-
-class TransactionStatus(IntEnum):
-    """``TransactionStatus`` codes with the names Kafka prints (``TransactionState.stateName``)."""
-
-    EMPTY = 0
-    ONGOING = 1
-    PREPARE_COMMIT = 2
-    PREPARE_ABORT = 3
-    COMPLETE_COMMIT = 4
-    COMPLETE_ABORT = 5
-    # Never written: expiry writes a tombstone instead.
-    DEAD = 6
-    # Never written: transient in memory, followed by PrepareAbort with a bumped epoch.
-    PREPARE_EPOCH_FENCE = 7
-
-    @property
-    def state_name(self) -> str:
-        return _NAMES[self]
-
-
-_NAMES = {
-    TransactionStatus.EMPTY: "Empty",
-    TransactionStatus.ONGOING: "Ongoing",
-    TransactionStatus.PREPARE_COMMIT: "PrepareCommit",
-    TransactionStatus.PREPARE_ABORT: "PrepareAbort",
-    TransactionStatus.COMPLETE_COMMIT: "CompleteCommit",
-    TransactionStatus.COMPLETE_ABORT: "CompleteAbort",
-    TransactionStatus.DEAD: "Dead",
-    TransactionStatus.PREPARE_EPOCH_FENCE: "PrepareEpochFence",
-}
-
-
-def status_name(code: int) -> str:
-    """Kafka 4.4's formatter rule: the state name, or the number itself for an unknown code."""
-    try:
-        return TransactionStatus(code).state_name
-    except ValueError:
-        return str(code)

@@ -7,8 +7,8 @@ turns a table's checks into a ``gx.ExpectationSuite`` (each expectation carries 
 * **keys**: every natural-key column is non-null, and no natural key appears twice in a batch
   (a batch of upserts has one row per key);
 * **state names**: group states are Kafka's names for classic and KIP-848 groups
-  (:mod:`offsetscope.history.states`), transaction states the coordinator's
-  (:class:`offsetscope.sim.coordinator.txn.state.TransactionState`), and the fold's enumerations
+  (:mod:`offsetscope.protocol.states`), transaction states the coordinator's
+  (:class:`offsetscope.protocol.states.TransactionState`), and the fold's enumerations
   (commit status, transaction outcome, lag method) their declared values;
 * **order**: a generation is above the previous one of its group, an end is not before its
   start (a session's ``left_at``, a transaction's ``completed_at``), the high watermark not below
@@ -30,10 +30,11 @@ from typing import Any
 
 from offsetscope.history import tables as history
 from offsetscope.history.offsets import ABORTED, COMMITTED, DROPPED, PENDING, SUPERSEDED
-from offsetscope.history.states import ClassicState, ConsumerState
-from offsetscope.sim.coordinator.txn.state import TransactionState
+from offsetscope.protocol.states import ClassicGroupState, ConsumerGroupState, TransactionState
 
-GROUP_STATES = tuple(sorted({s.value for s in ClassicState} | {s.value for s in ConsumerState}))
+GROUP_STATES = tuple(
+    sorted({s.value for s in ClassicGroupState} | {s.value for s in ConsumerGroupState})
+)
 TXN_STATES = tuple(sorted(s.name for s in TransactionState))
 COMMIT_STATUSES = (COMMITTED, PENDING, ABORTED, SUPERSEDED, DROPPED)
 TXN_OUTCOMES = ("ongoing", "committed", "aborted")

@@ -35,7 +35,7 @@ from offsetscope.protocol.consumer_protocol import encode_assignment, encode_sub
 from offsetscope.protocol.log import LogConfig, PartitionWriter, RecordSpec
 from offsetscope.protocol.partitioner import partition_for
 from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC
-from offsetscope.protocol.transaction_log import TransactionStatus
+from offsetscope.protocol.states import TransactionState
 
 START_MS = 1_700_000_000_000
 
@@ -258,7 +258,7 @@ class SyntheticLog:
     def _txn_record(
         self,
         txn: _Txn,
-        status: TransactionStatus,
+        status: TransactionState,
         now: int,
         start: int,
         partitions: list[tuple[str, int]],
@@ -286,7 +286,7 @@ class SyntheticLog:
 
     def _transaction(self, txn: _Txn, now: int) -> None:
         if not txn.initialised:
-            self._txn_record(txn, TransactionStatus.EMPTY, now, -1, [])
+            self._txn_record(txn, TransactionState.Empty, now, -1, [])
             txn.initialised = True
         txn.count += 1
         commit = txn.count % self.w.abort_every != 0
@@ -295,9 +295,9 @@ class SyntheticLog:
         offsets_p = partition_for(group, self.w.offsets_partitions)
         start = now + 1
         parts = [(self.w.data_topic, data_p)]
-        self._txn_record(txn, TransactionStatus.ONGOING, start, start, parts)
+        self._txn_record(txn, TransactionState.Ongoing, start, start, parts)
         parts = [*parts, (OFFSETS_TOPIC, offsets_p)]
-        self._txn_record(txn, TransactionStatus.ONGOING, start + 1, start, parts)
+        self._txn_record(txn, TransactionState.Ongoing, start + 1, start, parts)
         # The transactional data record and the offsets sent to the transaction.
         data = self._data[data_p]
         info = data.append(
@@ -319,7 +319,7 @@ class SyntheticLog:
             is_transactional=True,
         )
         self.truth.transactional_commits += 1
-        status = TransactionStatus.PREPARE_COMMIT if commit else TransactionStatus.PREPARE_ABORT
+        status = TransactionState.PrepareCommit if commit else TransactionState.PrepareAbort
         self._txn_record(txn, status, start + 4, start, parts)
         for writer in (data, self._offsets[offsets_p]):
             info = writer.append_end_txn_marker(
@@ -333,7 +333,7 @@ class SyntheticLog:
                 self.truth.high_watermarks[(self.w.data_topic, data_p)] = info.last_offset + 1
         self.truth.markers += 1
         self.truth.records += 1
-        final = TransactionStatus.COMPLETE_COMMIT if commit else TransactionStatus.COMPLETE_ABORT
+        final = TransactionState.CompleteCommit if commit else TransactionState.CompleteAbort
         self._txn_record(txn, final, start + 6, start, [])
         self.truth.outcomes["committed" if commit else "aborted"] += 1
         if commit:

@@ -785,14 +785,14 @@ def _gold_real_txn(row: Row) -> tuple[str, tuple[str, ...]]:
 def _txn_completed(broker: BrokerHandle, transactional_id: str) -> bool:
     from offsetscope.history.events import TransactionLogEvent
     from offsetscope.protocol.records import TRANSACTION_TOPIC
-    from offsetscope.protocol.transaction_log import TransactionStatus
+    from offsetscope.protocol.states import TransactionState
     from offsetscope.verify.harness.clients import read_internal_log
 
     log = read_internal_log(broker.log_dir, TRANSACTION_TOPIC)
     events = [
         e for e in log.of_transactional_id(transactional_id) if isinstance(e, TransactionLogEvent)
     ]
-    done = (TransactionStatus.COMPLETE_COMMIT, TransactionStatus.COMPLETE_ABORT)
+    done = (TransactionState.CompleteCommit, TransactionState.CompleteAbort)
     return bool(events) and events[-1].status in done
 
 

@@ -76,7 +76,7 @@ from offsetscope.protocol.log.control import ControlRecordType, EndTxnMarker, pa
 from offsetscope.protocol.log.model import Record, RecordBatch
 from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC, UnknownRecord
 from offsetscope.protocol.registry import SHARE_STATE_TOPIC, record_type
-from offsetscope.protocol.transaction_log import status_name
+from offsetscope.protocol.states import transaction_status_name
 from offsetscope.verify.harness import clients as hc
 from offsetscope.verify.harness.broker import Broker, BrokerError, run_dump_log, tools_version
 
@@ -397,7 +397,7 @@ def normalise_transaction_status(segment: DumpSegment) -> DumpSegment:
                 data: dict[str, Any] = payload["data"]
                 status = data.get("transactionStatus")
                 if isinstance(status, int) and not isinstance(status, bool):
-                    data = {**data, "transactionStatus": status_name(status)}
+                    data = {**data, "transactionStatus": transaction_status_name(status)}
                     fields = {**record.fields, "payload": {**payload, "data": data}}
                     record = DumpRecord(record.offset, fields, record.notes)
             records.append(record)

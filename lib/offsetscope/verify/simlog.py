@@ -38,7 +38,7 @@ from offsetscope.protocol import decode_record
 from offsetscope.protocol.consumer_protocol import decode_assignment, decode_subscription
 from offsetscope.protocol.log import read_partition_dir
 from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC, CoordinatorRecord
-from offsetscope.protocol.transaction_log import TransactionStatus
+from offsetscope.protocol.states import TransactionState
 
 Partition = tuple[str, int]
 
@@ -202,7 +202,7 @@ def _decode_transactions(decoded: DecodedLogDir, batches: Sequence[Any]) -> None
             if rec.value is None:
                 decoded.txn_states.setdefault(tid, []).append(("Dead", -1, -1))
                 continue
-            status = TransactionStatus(rec.value["transactionStatus"]).state_name
+            status = TransactionState(rec.value["transactionStatus"]).name
             decoded.txn_states.setdefault(tid, []).append(
                 (status, rec.value["producerId"], rec.value["producerEpoch"])
             )

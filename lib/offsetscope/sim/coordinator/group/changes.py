@@ -22,13 +22,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from offsetscope.protocol.states import ClassicGroupState
 from offsetscope.sim.coordinator.group.events import DeleteCause, LeaveCause
 from offsetscope.sim.coordinator.group.messages import (
     JoinGroupResponse,
     Protocol,
     SyncGroupResponse,
 )
-from offsetscope.sim.coordinator.group.states import ClassicGroupState
 
 
 @dataclass(frozen=True, slots=True)

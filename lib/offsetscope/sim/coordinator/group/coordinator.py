@@ -34,6 +34,7 @@ from typing import TypeVar
 
 from offsetscope.clock import Clock
 from offsetscope.protocol.records import CoordinatorRecord
+from offsetscope.protocol.states import ClassicGroupState
 from offsetscope.sim.coordinator.errors import ApiError, Errors
 from offsetscope.sim.coordinator.group import changes as ch
 from offsetscope.sim.coordinator.group import events as ev
@@ -54,7 +55,6 @@ from offsetscope.sim.coordinator.group.records import (
     new_offset_commit_record,
     new_offset_commit_tombstone,
 )
-from offsetscope.sim.coordinator.group.states import ClassicGroupState
 from offsetscope.sim.coordinator.result import CoordinatorResult
 
 R = TypeVar("R")

@@ -14,15 +14,11 @@ import struct
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from offsetscope.protocol.states import ClassicGroupState, check_transition
 from offsetscope.sim.coordinator.errors import ApiError, Errors
 from offsetscope.sim.coordinator.group import changes as ch
 from offsetscope.sim.coordinator.group import events as ev
 from offsetscope.sim.coordinator.group.messages import JoinGroupResponseMember, Protocol
-from offsetscope.sim.coordinator.group.states import (
-    ClassicGroupState,
-    can_rebalance,
-    check_transition,
-)
 from offsetscope.sim.coordinator.java import (
     DEFAULT_CAPACITY,
     grown_capacity,
@@ -254,7 +250,7 @@ class ClassicGroup:
         return self.protocol_type == CONSUMER_PROTOCOL_TYPE
 
     def can_rebalance(self) -> bool:
-        return can_rebalance(self.state)
+        return self.state.can_rebalance
 
     def is_pending_member(self, member_id: str) -> bool:
         return member_id in self.pending_join_members

@@ -1,6 +1,6 @@
 """The bundled transaction coordinator (Kafka 4.4's, event-sourced and deterministic).
 
-* :mod:`.state` -- ``TransactionState`` and its table of valid previous states;
+* its states are :class:`offsetscope.protocol.states.TransactionState`, shared with the history folds;
 * :mod:`.metadata` -- one transactional id's metadata and the two-phase ``prepare_*`` transits;
 * :mod:`.coordinator` -- the request handlers, the periodic jobs and ``replay``;
 * :mod:`.records` -- the only builder of ``__transaction_state`` records;
@@ -49,23 +49,15 @@ from offsetscope.sim.coordinator.txn.records import (
     new_transaction_log_record,
     new_transaction_log_tombstone,
 )
-from offsetscope.sim.coordinator.txn.state import (
-    VALID_PREVIOUS_STATES,
-    IllegalStateTransition,
-    TransactionState,
-    UnknownTransactionStateError,
-)
 
 __all__ = [
     "TV_0",
     "TV_1",
     "TV_2",
-    "VALID_PREVIOUS_STATES",
     "AddPartitionsToTxnResponse",
     "DescribedTransaction",
     "EndTxnResponse",
     "Errors",
-    "IllegalStateTransition",
     "InitProducerIdResponse",
     "ListTransactionsResponse",
     "ListedTransaction",
@@ -78,14 +70,12 @@ __all__ = [
     "TransactionCoordinatorConfig",
     "TransactionLogRecord",
     "TransactionMetadata",
-    "TransactionState",
     "TxnCause",
     "TxnEvent",
     "TxnOutcome",
     "TxnOutcomeKind",
     "TxnStateChanged",
     "TxnTransit",
-    "UnknownTransactionStateError",
     "client_transaction_version",
     "event_to_dict",
     "new_transaction_log_record",

@@ -42,6 +42,7 @@ from typing import Any
 
 from offsetscope.clock import Clock
 from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC, CoordinatorRecord
+from offsetscope.protocol.states import IllegalStateTransition, TransactionState
 from offsetscope.sim.coordinator.errors import Errors, TxnError
 from offsetscope.sim.coordinator.result import CoordinatorResult
 from offsetscope.sim.coordinator.txn.config import TV_2, TransactionCoordinatorConfig
@@ -68,7 +69,6 @@ from offsetscope.sim.coordinator.txn.records import (
     new_transaction_log_record,
     new_transaction_log_tombstone,
 )
-from offsetscope.sim.coordinator.txn.state import IllegalStateTransition, TransactionState
 
 _S = TransactionState
 

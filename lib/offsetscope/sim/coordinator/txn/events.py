@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from offsetscope.protocol.states import TransactionState
 from offsetscope.sim.coordinator.txn.metadata import TopicPartition
-from offsetscope.sim.coordinator.txn.state import TransactionState
 
 
 class TxnCause(Enum):

@@ -25,9 +25,9 @@ import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from offsetscope.protocol.states import IllegalStateTransition, TransactionState
 from offsetscope.sim.coordinator.errors import Errors, TxnError
 from offsetscope.sim.coordinator.txn.config import TV_0, TV_2
-from offsetscope.sim.coordinator.txn.state import IllegalStateTransition, TransactionState
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -273,7 +273,7 @@ class TransactionMetadata:
         # A just-created id has epoch -1 and may stay so until it expires (Dead).
         if state is not _S.Dead and transit.producer_epoch < 0:
             raise ValueError(f"illegal new producer epoch {transit.producer_epoch}")
-        if self.state not in state.valid_previous_states:
+        if self.state not in state.valid_previous:
             raise IllegalStateTransition(self.transactional_id, self.state, state)
         return transit
 
@@ -286,7 +286,7 @@ class TransactionMetadata:
             IllegalStateTransition: the transit breaks the table or a per-state invariant.
         """
         target = transit.state
-        if self.state not in target.valid_previous_states:
+        if self.state not in target.valid_previous:
             raise IllegalStateTransition(self.transactional_id, self.state, target)
         base = self
         if transit.epoch_fence and transit.client_transaction_version < TV_2:

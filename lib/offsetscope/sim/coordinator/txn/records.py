@@ -26,9 +26,9 @@ from itertools import groupby
 from typing import Any
 
 from offsetscope.protocol.records import TRANSACTION_TOPIC, CoordinatorRecord
+from offsetscope.protocol.states import TransactionState
 from offsetscope.sim.coordinator.txn.events import TxnCause
 from offsetscope.sim.coordinator.txn.metadata import TxnTransit
-from offsetscope.sim.coordinator.txn.state import TransactionState
 
 TRANSACTION_LOG_RECORD_TYPE = 0
 TRANSACTION_LOG_KEY = "TransactionLogKey"

@@ -30,6 +30,7 @@ from typing import Protocol
 from offsetscope.clock import Clock
 from offsetscope.protocol import encode_record, partition_for
 from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC, CoordinatorRecord
+from offsetscope.protocol.states import TransactionState
 from offsetscope.sim.coordinator.errors import Errors
 from offsetscope.sim.coordinator.log import LogRecord, LogStore
 from offsetscope.sim.coordinator.producer_state import (
@@ -50,7 +51,6 @@ from offsetscope.sim.coordinator.txn.coordinator import (
 from offsetscope.sim.coordinator.txn.events import TxnEvent
 from offsetscope.sim.coordinator.txn.metadata import TopicPartition
 from offsetscope.sim.coordinator.txn.producer_ids import ProducerIdManager
-from offsetscope.sim.coordinator.txn.state import TransactionState
 
 RecordEncoder = Callable[[CoordinatorRecord], tuple[bytes, bytes | None]]
 
