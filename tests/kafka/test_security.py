@@ -8,7 +8,7 @@ stops it at the end. As the broker's super user it creates a data topic, a consu
 commits, a transaction that commits offsets for another group, and these principals, all with the
 same password (the secret this module hunts for):
 
-* ``reader`` -- exactly :func:`offsetscope.secrets.required_acls` (docs/security.md);
+* ``reader`` -- exactly :func:`offsetscope.secrets.access.required_acls` (docs/security.md);
 * ``no-offsets``, ``no-txn``, ``no-group``, ``no-data`` -- the same minus one documented ACL.
 
 The broker's authorizer log (every decision, allowed ones included) shows what the reader did:
@@ -43,12 +43,15 @@ from confluent_kafka.admin._listoffsets import OffsetSpec
 from confluent_kafka.cimpl import NewTopic
 from pyspark.sql import Row, SparkSession
 
-from offsetscope import config, redaction, secrets
+from offsetscope import config, redaction
 from offsetscope.config import KafkaSecurityConfig, KafkaSourceConfig
 from offsetscope.pipelines import ingest
 from offsetscope.protocol import decode_record
 from offsetscope.protocol.records import CoordinatorRecord
-from offsetscope.secrets import AclRule, KafkaAccessError
+from offsetscope.secrets import access as secrets_access
+from offsetscope.secrets import kafka as secrets_kafka
+from offsetscope.secrets import references as secrets_references
+from offsetscope.secrets.access import AclRule, KafkaAccessError
 from offsetscope.spark import sources, tables
 from offsetscope.verify.harness import acls
 from offsetscope.verify.harness.broker import Broker, BrokerHandle
@@ -120,13 +123,15 @@ class World:
     def client(self, user: str, **extra: str) -> dict[str, str | int | float | bool]:
         """librdkafka settings of ``user``, as offsetscope builds them."""
         conf: dict[str, str | int | float | bool] = {
-            **secrets.admin_config(self.source(user), secrets.Resolver())
+            **secrets_kafka.admin_config(self.source(user), secrets_references.Resolver())
         }
         conf.update(extra)
         return conf
 
     def rules(self, user: str) -> list[AclRule]:
-        return [r for r in secrets.required_acls(self.source(user)) if not _withheld(user, r)]
+        return [
+            r for r in secrets_access.required_acls(self.source(user)) if not _withheld(user, r)
+        ]
 
 
 @pytest.fixture(scope="module")
@@ -233,13 +238,15 @@ def _assert_read_only(w: World, start: int) -> None:
 
 def test_the_reader_holds_exactly_the_documented_read_only_acls(world: World) -> None:
     held = acls.acls_of(world.admin, "User:reader")
-    assert held == _keys(secrets.required_acls(world.source("reader")))
+    assert held == _keys(secrets_access.required_acls(world.source("reader")))
     assert {op for *_, op in held} == READ_ONLY
-    assert not {op for *_, op in held} & secrets.WRITE_OPERATIONS
+    assert not {op for *_, op in held} & secrets_access.WRITE_OPERATIONS
 
     start = acls.log_size(world.broker.authorizer_log)
     k = world.source("reader")
-    secrets.check_access(secrets.KafkaAdmin(k, secrets.Resolver()), k, [world.topic])
+    secrets_access.check_access(
+        secrets_kafka.KafkaAdmin(k, secrets_references.Resolver()), k, [world.topic]
+    )
     _assert_read_only(world, start)
 
 
@@ -257,7 +264,9 @@ def test_access_check_names_the_missing_acl(world: World, user: str, missing: li
     k = world.source(user)
     expected = [m.format(topic=world.topic) for m in missing]
     with pytest.raises(KafkaAccessError) as info:
-        secrets.check_access(secrets.KafkaAdmin(k, secrets.Resolver()), k, [world.topic])
+        secrets_access.check_access(
+            secrets_kafka.KafkaAdmin(k, secrets_references.Resolver()), k, [world.topic]
+        )
     assert [r.describe() for r in info.value.missing] == expected
     message = str(info.value)
     assert f"User:{user} is not authorized: it needs {'; '.join(expected)}" in message
@@ -269,9 +278,9 @@ def test_the_end_offset_sampler_needs_only_describe(world: World) -> None:
     """What the sampler asks (ListOffsets: log start, high watermark, last stable offset)."""
     start = acls.log_size(world.broker.authorizer_log)
     k = world.source("reader")
-    admin = secrets.KafkaAdmin(k, secrets.Resolver())
+    admin = secrets_kafka.KafkaAdmin(k, secrets_references.Resolver())
     tps = [TopicPartition(world.topic, p) for p in (0, 1)]
-    with secrets.kafka_access(k, "sampling end offsets", topics=[world.topic], admin=admin):
+    with secrets_access.kafka_access(k, "sampling end offsets", topics=[world.topic], admin=admin):
         latest = admin.list_offsets(dict.fromkeys(tps, LATEST), request_timeout=30)
         ends = {tp.partition: f.result().offset for tp, f in latest.items()}
     # Ten orders and the transactional one plus its commit marker, over two partitions.
@@ -279,10 +288,10 @@ def test_the_end_offset_sampler_needs_only_describe(world: World) -> None:
     _assert_read_only(world, start)
 
     k = world.source("no-data")
-    admin = secrets.KafkaAdmin(k, secrets.Resolver())
+    admin = secrets_kafka.KafkaAdmin(k, secrets_references.Resolver())
 
     def sample() -> None:
-        with secrets.kafka_access(
+        with secrets_access.kafka_access(
             k, "sampling end offsets", topics=[world.topic], data_topics=[world.topic], admin=admin
         ):
             futures = admin.list_offsets(dict.fromkeys(tps, LATEST), request_timeout=30)
@@ -301,7 +310,9 @@ def test_a_wrong_password_is_reported_as_a_failed_login(
     monkeypatch.setenv(PASSWORD_ENV, wrong)
     k = world.source("reader")
     with pytest.raises(KafkaAccessError) as info:
-        secrets.check_access(secrets.KafkaAdmin(k, secrets.Resolver()), k, timeout_s=20)
+        secrets_access.check_access(
+            secrets_kafka.KafkaAdmin(k, secrets_references.Resolver()), k, timeout_s=20
+        )
     message = str(info.value)
     assert message.startswith(
         f"checking User:reader's access to {world.broker.bootstrap}: User:reader could not log"
@@ -384,7 +395,7 @@ def _spark_options(cfg: config.Config) -> dict[str, str]:
     options plus the connection settings of ``[sources.kafka.security]``."""
     options = {
         **sources.kafka_options(cfg),
-        **secrets.spark_kafka_options(cfg.sources.kafka, secrets.Resolver()),
+        **secrets_kafka.spark_kafka_options(cfg.sources.kafka, secrets_references.Resolver()),
     }
     options.pop("maxOffsetsPerTrigger")  # a streaming option
     options["endingOffsets"] = "latest"
@@ -392,7 +403,7 @@ def _spark_options(cfg: config.Config) -> dict[str, str]:
 
 
 def _spark_read(spark: SparkSession, cfg: config.Config) -> list[Row]:
-    with secrets.kafka_access(cfg.sources.kafka, f"reading {OFFSETS} and {TXN}"):
+    with secrets_access.kafka_access(cfg.sources.kafka, f"reading {OFFSETS} and {TXN}"):
         df = spark.read.format("kafka").options(**_spark_options(cfg)).load()
         return df.select("topic", "partition", "offset", "key", "value").collect()
 
@@ -483,7 +494,7 @@ def test_ingest_runs_with_least_privilege_and_leaks_no_secret(
     librdkafka), so this configuration secures both there, by reference.
     """
     tag = uuid.uuid4().hex[:8]
-    jaas = secrets.jaas_config(
+    jaas = secrets_kafka.jaas_config(
         "org.apache.kafka.common.security.scram.ScramLoginModule",
         {"username": "reader", "password": world.password},
     )
@@ -524,13 +535,15 @@ def test_ingest_runs_with_least_privilege_and_leaks_no_secret(
     errors: list[str] = []
     try:
         log.info("configuration: %r", cfg)
-        settings = secrets.security_settings(world.security("reader"), secrets.Resolver())
+        settings = secrets_kafka.security_settings(
+            world.security("reader"), secrets_references.Resolver()
+        )
         log.info("reader's Java client settings: %s", settings.java)
         log.info("reader's librdkafka settings: %s", settings.librdkafka)
         log.info("source options: %s", sources.kafka_options(cfg))
 
         start = acls.log_size(world.broker.authorizer_log)
-        with secrets.kafka_access(k, "ingesting", admin=None):
+        with secrets_access.kafka_access(k, "ingesting", admin=None):
             reports = ingest.run(spark, cfg, checkpoint=str(checkpoint))
         _assert_read_only(world, start)
 

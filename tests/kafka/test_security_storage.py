@@ -4,7 +4,7 @@ The umask must be in place before the JVM starts (the JVM inherits it, and Hadoo
 system chmods what it creates to ``fs.permissions.umask-mode``), so this test runs a job-like
 child process with a SparkSession of its own rather than the run's shared session: it starts
 Spark as the jobs do (:func:`offsetscope.spark.session.build_job_session`: the umask, the storage
-folders, :func:`secrets.storage_spark_conf`), creates a catalogue table, and streams a small segment log into a Delta table with a checkpoint.
+folders, :func:`secrets_files.storage_spark_conf`), creates a catalogue table, and streams a small segment log into a Delta table with a checkpoint.
 The test then walks the warehouse, checkpoint and metastore folders.
 """
 
@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from offsetscope import config, secrets
+from offsetscope import config
+from offsetscope.secrets import files as secrets_files
 
 pytestmark = pytest.mark.spark
 
@@ -100,7 +101,7 @@ def test_tables_checkpoints_and_metastore_get_no_access_for_others(tmp_path: Pat
     assert any(p.parent.name == "offsets" for p in written["checkpoint_dir"])
     assert any(p.name == "metastore_db" for p in written["metastore_dir"])
     for path in storage.values():
-        assert secrets.permission_violations(path, cfg) == []
+        assert secrets_files.permission_violations(path, cfg) == []
     # Hadoop's umask shaped Spark's own files, not just the process umask: rw-r----- exactly.
     modes = {
         stat.S_IMODE(p.stat().st_mode)

@@ -110,9 +110,9 @@ def test_the_string_redaction_regex_survives_long_plan_strings_in_the_jvm(
     """Spark applies ``spark.sql.redaction.string.regex`` to every plan string with Java's regex
     engine, which recursed once per character on the old pattern and overflowed the stream
     thread's stack (the live demo died of it)."""
-    from offsetscope import secrets
+    from offsetscope.secrets import kafka as secrets_kafka
 
-    regex = secrets.spark_redaction_conf()["spark.sql.redaction.string.regex"]
+    regex = secrets_kafka.spark_redaction_conf()["spark.sql.redaction.string.regex"]
     assert spark.conf.get("spark.sql.redaction.string.regex") == regex
     pattern = spark.sparkContext._jvm.java.util.regex.Pattern.compile(regex)  # type: ignore[union-attr]
     long_value = 'password="' + 'a\\"b' * 60_000 + '" rest'

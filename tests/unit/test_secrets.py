@@ -13,15 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from offsetscope import config, redaction, secrets
+from offsetscope import config, redaction
 from offsetscope.config import InvalidConfigError, KafkaSecurityConfig, KafkaSourceConfig
-from offsetscope.secrets import (
-    AclRule,
-    KafkaAccessError,
-    Reference,
-    Resolver,
-    SecretNotFoundError,
-)
+from offsetscope.secrets import access as secrets_access
+from offsetscope.secrets import files as secrets_files
+from offsetscope.secrets import kafka as secrets_kafka
+from offsetscope.secrets import references as secrets_references
+from offsetscope.secrets.access import AclRule, KafkaAccessError
+from offsetscope.secrets.references import Reference, Resolver, SecretNotFoundError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,7 +59,7 @@ def scram(password: str = "env:KAFKA_PW", protocol: str = "SASL_SSL") -> KafkaSe
     ],
 )
 def test_parse_reference(text: str, expected: Reference | None) -> None:
-    assert secrets.parse_reference(text) == expected
+    assert secrets_references.parse_reference(text) == expected
     if expected is not None:
         assert str(expected) == text
 
@@ -118,10 +117,10 @@ def test_databricks_resolver_uses_dbutils_secrets() -> None:
     class DBUtils:
         secrets = Secrets()
 
-    resolver = secrets.resolver_for(dbutils=DBUtils())
+    resolver = secrets_references.resolver_for(dbutils=DBUtils())
     assert resolver.resolve("secret:s/k", "x") == "s:k:value"
-    assert secrets.on_databricks({"DATABRICKS_RUNTIME_VERSION": "16.4"})
-    assert not secrets.on_databricks({})
+    assert secrets_references.on_databricks({"DATABRICKS_RUNTIME_VERSION": "16.4"})
+    assert not secrets_references.on_databricks({})
 
 
 def test_literal_secret_in_conf_is_refused_at_load(tmp_path: Path) -> None:
@@ -145,7 +144,7 @@ def test_config_holds_references_only(tmp_path: Path) -> None:
     )
     cfg = config.load("local", extra=extra)
     resolver = Resolver(environ={"H11_UNIT_PW": "resolved-at-the-edge"})
-    conf = secrets.admin_config(cfg.sources.kafka, resolver)
+    conf = secrets_kafka.admin_config(cfg.sources.kafka, resolver)
     assert conf["sasl.password"] == "resolved-at-the-edge"
     # Resolution leaves the frozen configuration as it was: its repr is safe to log.
     assert "resolved-at-the-edge" not in repr(cfg)
@@ -184,7 +183,7 @@ ENV = {"KAFKA_PW": 'p"w\\x', "CLIENT_SECRET": "cs-123", "KEY_PW": "kp-456"}
 
 def test_scram_over_sasl_ssl_maps_to_both_clients() -> None:
     sec = dataclasses.replace(scram(), ssl_ca_location="/etc/kafka/ca.pem")
-    settings = secrets.security_settings(sec, Resolver(environ=ENV))
+    settings = secrets_kafka.security_settings(sec, Resolver(environ=ENV))
     assert settings.java == {
         "security.protocol": "SASL_SSL",
         "sasl.mechanism": "SCRAM-SHA-512",
@@ -218,7 +217,7 @@ def test_oauthbearer_maps_to_oidc_client_credentials() -> None:
         oauth_scope="kafka",
         java_class_prefix="kafkashaded.",
     )
-    settings = secrets.security_settings(sec, Resolver(environ=ENV))
+    settings = secrets_kafka.security_settings(sec, Resolver(environ=ENV))
     assert settings.java == {
         "security.protocol": "SASL_SSL",
         "sasl.mechanism": "OAUTHBEARER",
@@ -253,7 +252,7 @@ def test_mutual_tls_maps_one_pem_keystore_to_both_clients() -> None:
         ssl_key_password="env:KEY_PW",
         ssl_endpoint_identification=False,
     )
-    settings = secrets.security_settings(sec, Resolver(environ=ENV))
+    settings = secrets_kafka.security_settings(sec, Resolver(environ=ENV))
     assert settings.java == {
         "security.protocol": "SSL",
         "ssl.truststore.type": "PEM",
@@ -274,7 +273,7 @@ def test_mutual_tls_maps_one_pem_keystore_to_both_clients() -> None:
 
 
 def test_plaintext_default_sets_nothing() -> None:
-    settings = secrets.security_settings(KafkaSecurityConfig(), Resolver(environ={}))
+    settings = secrets_kafka.security_settings(KafkaSecurityConfig(), Resolver(environ={}))
     assert settings.java == {}
     assert settings.librdkafka == {}
 
@@ -288,7 +287,7 @@ def test_every_mechanism_logs_in_with_its_own_module() -> None:
             sasl_username="u",
             sasl_password="env:KAFKA_PW",
         )
-        java = secrets.security_settings(sec, Resolver(environ=ENV)).java
+        java = secrets_kafka.security_settings(sec, Resolver(environ=ENV)).java
         modules[mechanism] = java["sasl.jaas.config"].split(" ", 1)[0]
         assert java["sasl.mechanism"] == mechanism
     assert modules == {
@@ -310,7 +309,7 @@ def test_spark_options_are_prefixed_and_pass_through_is_resolved() -> None:
         security=scram(protocol="SASL_PLAINTEXT"),
         options={"request.timeout.ms": "60000", "kafka.client.dns.lookup": "use_all_dns_ips"},
     )
-    options = secrets.spark_kafka_options(k, Resolver(environ=ENV))
+    options = secrets_kafka.spark_kafka_options(k, Resolver(environ=ENV))
     assert options == {
         "kafka.security.protocol": "SASL_PLAINTEXT",
         "kafka.sasl.mechanism": "SCRAM-SHA-512",
@@ -328,7 +327,7 @@ def test_admin_config_has_bootstrap_security_and_admin_options() -> None:
         security=scram(protocol="SASL_PLAINTEXT"),
         admin_options={"socket.timeout.ms": "30000", "ssl.key.password": "env:KEY_PW"},
     )
-    conf = secrets.admin_config(k, Resolver(environ=ENV))
+    conf = secrets_kafka.admin_config(k, Resolver(environ=ENV))
     assert conf == {
         "bootstrap.servers": "b1:9093,b2:9093",
         "security.protocol": "sasl_plaintext",
@@ -343,7 +342,7 @@ def test_admin_config_has_bootstrap_security_and_admin_options() -> None:
 def test_pass_through_may_not_repeat_a_security_setting() -> None:
     k = _source(security=scram(), options={"sasl.mechanism": "PLAIN"})
     with pytest.raises(InvalidConfigError) as info:
-        secrets.spark_kafka_options(k, Resolver(environ=ENV))
+        secrets_kafka.spark_kafka_options(k, Resolver(environ=ENV))
     assert info.value.key_path == "sources.kafka.options.sasl.mechanism"
     assert "sources.kafka.security" in str(info.value)
 
@@ -351,13 +350,13 @@ def test_pass_through_may_not_repeat_a_security_setting() -> None:
 def test_pass_through_may_not_hold_a_literal_secret() -> None:
     k = _source(admin_options={"sasl.password": "Literal-Secret-9"})
     with pytest.raises(InvalidConfigError) as info:
-        secrets.admin_config(k, Resolver(environ={}))
+        secrets_kafka.admin_config(k, Resolver(environ={}))
     assert info.value.key_path == "sources.kafka.admin_options.sasl.password"
     assert "Literal-Secret-9" not in str(info.value)
 
 
 def test_spark_redaction_conf_covers_the_jaas_option() -> None:
-    conf = secrets.spark_redaction_conf()
+    conf = secrets_kafka.spark_redaction_conf()
     assert re.search(conf["spark.redaction.regex"], "kafka.sasl.jaas.config")
     assert re.search(conf["spark.sql.redaction.options.regex"], "kafka.sasl.jaas.config")
     jaas = 'x required username="u" password="p\\"q";'
@@ -370,7 +369,7 @@ def test_spark_redaction_conf_covers_the_jaas_option() -> None:
 
 def test_required_acls_are_read_only_and_complete() -> None:
     k = KafkaSourceConfig()
-    rules = secrets.required_acls(k)
+    rules = secrets_access.required_acls(k)
     assert [(r.resource_type, r.name, r.pattern, r.operation) for r in rules] == [
         ("TOPIC", "__consumer_offsets", "LITERAL", "READ"),
         ("TOPIC", "__consumer_offsets", "LITERAL", "DESCRIBE"),
@@ -379,7 +378,7 @@ def test_required_acls_are_read_only_and_complete() -> None:
         ("GROUP", "offsetscope-ingest", "PREFIXED", "READ"),
         ("TOPIC", "*", "LITERAL", "DESCRIBE"),
     ]
-    assert not {r.operation for r in rules} & secrets.WRITE_OPERATIONS
+    assert not {r.operation for r in rules} & secrets_access.WRITE_OPERATIONS
     assert {r.operation for r in rules} == {"READ", "DESCRIBE"}
 
 
@@ -389,7 +388,7 @@ def test_required_acls_follow_the_configuration() -> None:
         transaction_topic="mirror.__transaction_state",
         group_id_prefix="ops-offsetscope",
     )
-    rules = secrets.required_acls(k, data_topics=["orders", "payments-*"])
+    rules = secrets_access.required_acls(k, data_topics=["orders", "payments-*"])
     names = [(r.resource_type, r.name, r.pattern, r.operation) for r in rules]
     assert ("TOPIC", "mirror.__consumer_offsets", "LITERAL", "READ") in names
     assert ("GROUP", "ops-offsetscope", "PREFIXED", "READ") in names
@@ -402,8 +401,8 @@ def test_required_acls_follow_the_configuration() -> None:
 def test_docs_list_exactly_the_required_acls() -> None:
     """docs/security.md shows the kafka-acls.sh commands for the default configuration."""
     doc = (ROOT / "docs" / "security.md").read_text()
-    commands = secrets.kafka_acls_commands(
-        "User:offsetscope", secrets.required_acls(KafkaSourceConfig())
+    commands = secrets_access.kafka_acls_commands(
+        "User:offsetscope", secrets_access.required_acls(KafkaSourceConfig())
     )
     for command in commands:
         assert command in doc, command
@@ -418,8 +417,8 @@ def test_docs_list_exactly_the_required_acls() -> None:
 
 
 def test_acl_commands_group_operations_per_resource() -> None:
-    rules = secrets.required_acls(KafkaSourceConfig(), data_topics=["orders-*"])
-    lines = secrets.kafka_acls_commands("User:x", rules, bootstrap="b:9093")
+    rules = secrets_access.required_acls(KafkaSourceConfig(), data_topics=["orders-*"])
+    lines = secrets_access.kafka_acls_commands("User:x", rules, bootstrap="b:9093")
     prefix = (
         "kafka-acls.sh --bootstrap-server b:9093 --command-config admin.properties --add"
         " --allow-principal User:x"
@@ -444,7 +443,7 @@ def test_java_topic_authorization_error_names_the_topic() -> None:
         "org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized to access"
         " topics: [__transaction_state]\n\tat org.apache.kafka...\n"
     )
-    error = secrets.access_error(RuntimeError(java), k, "reading the internal topics")
+    error = secrets_access.access_error(RuntimeError(java), k, "reading the internal topics")
     assert error is not None
     assert _described(error.missing) == [
         "READ on topic __transaction_state",
@@ -468,7 +467,7 @@ def test_java_group_authorization_error_names_the_prefix() -> None:
         "org.apache.kafka.common.errors.GroupAuthorizationException: Not authorized to access"
         " group: offsetscope-ingest-8f1c2a-driver-0"
     )
-    error = secrets.access_error(RuntimeError(java), k, "reading")
+    error = secrets_access.access_error(RuntimeError(java), k, "reading")
     assert error is not None
     assert _described(error.missing) == ["READ on groups prefixed 'offsetscope-ingest'"]
 
@@ -476,10 +475,10 @@ def test_java_group_authorization_error_names_the_prefix() -> None:
 def test_librdkafka_error_codes_use_the_topics_the_call_was_about() -> None:
     k = _source()
     text = 'KafkaError{code=TOPIC_AUTHORIZATION_FAILED,val=29,str="Broker: Topic authorization failed"}'
-    error = secrets.access_error(RuntimeError(text), k, "sampling", topics=["orders"])
+    error = secrets_access.access_error(RuntimeError(text), k, "sampling", topics=["orders"])
     assert error is not None
     assert _described(error.missing) == ["DESCRIBE on every topic"]
-    narrow = secrets.access_error(
+    narrow = secrets_access.access_error(
         RuntimeError(text), k, "sampling", topics=["orders"], data_topics=["orders"]
     )
     assert narrow is not None
@@ -492,7 +491,7 @@ def test_authentication_failure_is_a_login_error() -> None:
         "org.apache.kafka.common.errors.SaslAuthenticationException: Authentication failed"
         " during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512"
     )
-    error = secrets.access_error(RuntimeError(text), k, "reading")
+    error = secrets_access.access_error(RuntimeError(text), k, "reading")
     assert error is not None
     assert error.missing == ()
     assert (
@@ -502,22 +501,25 @@ def test_authentication_failure_is_a_login_error() -> None:
 
 
 def test_other_errors_are_not_access_errors() -> None:
-    assert secrets.access_error(ValueError("disk full"), _source(), "x") is None
+    assert secrets_access.access_error(ValueError("disk full"), _source(), "x") is None
 
 
 def test_kafka_access_translates_and_scrubs() -> None:
     k = _source()
-    with pytest.raises(KafkaAccessError) as info, secrets.kafka_access(k, "reading"):
+    with pytest.raises(KafkaAccessError) as info, secrets_access.kafka_access(k, "reading"):
         raise RuntimeError("Not authorized to access topics: [__consumer_offsets]")
     assert _described(info.value.missing)[0] == "READ on topic __consumer_offsets"
     assert info.value.__suppress_context__  # no raw stack trace chained on
 
     redaction.register_secret("kafka-access-secret-1")
-    with pytest.raises(redaction.RedactedError) as scrubbed, secrets.kafka_access(k, "reading"):
+    with (
+        pytest.raises(redaction.RedactedError) as scrubbed,
+        secrets_access.kafka_access(k, "reading"),
+    ):
         raise OSError("bad config kafka-access-secret-1")
     assert "kafka-access-secret-1" not in str(scrubbed.value)
 
-    with pytest.raises(ZeroDivisionError), secrets.kafka_access(k, "reading"):
+    with pytest.raises(ZeroDivisionError), secrets_access.kafka_access(k, "reading"):
         raise ZeroDivisionError("plain")
 
 
@@ -536,9 +538,11 @@ def restore_umask() -> Iterator[None]:
 
 def test_umask_settings(restore_umask: None) -> None:
     storage = config.StorageConfig(umask="027")
-    assert secrets.umask_of(storage) == 0o027
-    assert secrets.storage_spark_conf(storage) == {"spark.hadoop.fs.permissions.umask-mode": "027"}
-    secrets.apply_umask(storage)
+    assert secrets_files.umask_of(storage) == 0o027
+    assert secrets_files.storage_spark_conf(storage) == {
+        "spark.hadoop.fs.permissions.umask-mode": "027"
+    }
+    secrets_files.apply_umask(storage)
     assert os.umask(0o022) == 0o027
     with pytest.raises(InvalidConfigError):
         config.StorageConfig(umask="999")
@@ -554,9 +558,9 @@ def test_prepare_storage_creates_and_tightens_folders(tmp_path: Path, restore_um
         metastore_dir=str(tmp_path / "metastore"),
         umask="027",
     )
-    folders = secrets.prepare_storage(storage)
+    folders = secrets_files.prepare_storage(storage)
     assert folders == [wide, tmp_path / "checkpoints", tmp_path / "metastore"]
     assert {stat.S_IMODE(f.stat().st_mode) for f in folders} == {0o750}
     (wide / "open.txt").write_text("x")
     (wide / "open.txt").chmod(0o666)
-    assert secrets.permission_violations(wide, storage) == [(wide / "open.txt", "-rw-rw-rw-")]
+    assert secrets_files.permission_violations(wide, storage) == [(wide / "open.txt", "-rw-rw-rw-")]

@@ -99,15 +99,6 @@ LAG_STALL = "lag_stall"
 HANGING_TRANSACTION = "hanging_transaction"
 DATA_LOSS = "data_loss"
 QUALITY = "quality"
-RULES = (
-    REBALANCE_STORM,
-    MEMBER_CHURN,
-    REBALANCE_STUCK,
-    LAG_STALL,
-    HANGING_TRANSACTION,
-    DATA_LOSS,
-    QUALITY,
-)
 
 # Subject kinds: what an alert is about.
 GROUP = "group"

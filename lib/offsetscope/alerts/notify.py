@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from offsetscope import redaction
-from offsetscope.alerts.engine import Evaluation
 from offsetscope.alerts.model import AlertRow, AlertStatus, Severity
 from offsetscope.clock import Clock, SystemClock
 from offsetscope.config import AlertsConfig, NotifyConfig, duration_ms
@@ -528,16 +527,4 @@ def build_notifiers(
                 clock=clock,
             )
         )
-    return out
-
-
-def changed_events(evaluation: Evaluation) -> list[tuple[str, AlertRow]]:
-    """The (event, row) pairs an evaluation's writes amount to, for callers that want them."""
-    out: list[tuple[str, AlertRow]] = []
-    for row in evaluation.changed:
-        old = evaluation.previous.get(row.alert_id)
-        if old is None:
-            out.append((OPENED, row))
-        if row.status == AlertStatus.RESOLVED.value and (old is None or old.status != row.status):
-            out.append((RESOLVED, row))
     return out

@@ -135,7 +135,7 @@ class AlertsRunner:
         query_name: the alerts query (idempotency app id); default ``[alerts] query_name``.
         clock: wall clock (``time_source = "clock"``, notification times).
         notifiers: default: the ones ``[alerts.notify]`` configures, secrets resolved with
-            :func:`offsetscope.secrets.resolver_for`.
+            :func:`offsetscope.secrets.references.resolver_for`.
     """
 
     _spark: SparkSession  # the session of the batch being evaluated
@@ -168,7 +168,7 @@ class AlertsRunner:
         qtables.ensure(spark, self.cfg, (qtables.QUALITY_RESULTS,))
         qtables.ensure(spark, self.cfg, (alert_tables.ALERTS, alert_tables.ALERT_NOTIFICATIONS))
         if self._notifiers is None:
-            from offsetscope.secrets import resolver_for
+            from offsetscope.secrets.references import resolver_for
 
             resolver = resolver_for(spark)
             self._notifiers = build_notifiers(self.settings, resolver.resolve, clock=self.clock)

@@ -150,11 +150,6 @@ class LagIndex:
         times, values = entry
         return values[: bisect.bisect_right(times, as_of)]
 
-    def sample_as_of(self, topic: str, partition: int, as_of: int) -> EndOffsetSample | None:
-        """The latest sample taken at or before ``as_of``."""
-        samples = self.samples_until(topic, partition, as_of)
-        return samples[-1] if samples else None
-
     def lag(
         self,
         group_id: str,

@@ -65,7 +65,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
-from offsetscope import secrets
 from offsetscope.clock import Clock, SystemClock
 from offsetscope.config import Config
 from offsetscope.history.events import (
@@ -89,6 +88,7 @@ from offsetscope.quality import suites as quality_suites
 from offsetscope.quality import tables as qtables
 from offsetscope.quality import validate as quality
 from offsetscope.quality.model import QualityResultRow
+from offsetscope.secrets import access as secrets_access
 from offsetscope.spark import decode as dec
 from offsetscope.spark import sources, writes
 from offsetscope.spark import tables as catalogue
@@ -1079,7 +1079,7 @@ def run(
     # On a cluster, a failure for lack of an ACL or a rejected login is re-raised naming what
     # is missing (docs/security.md), and no error text carries a secret.
     access = (
-        secrets.kafka_access(
+        secrets_access.kafka_access(
             k, "ingesting the internal topics", topics=(k.offsets_topic, k.transaction_topic)
         )
         if cfg.sources.kind == sources.KAFKA

@@ -114,10 +114,11 @@ class KafkaSampler:
     """End offsets from a cluster with the AdminClient (see the module docstring)."""
 
     def __init__(self, cfg: Config, clock: Clock, timeout_s: float = 30.0) -> None:
-        from offsetscope import secrets
+        from offsetscope.secrets import kafka as secrets_kafka
+        from offsetscope.secrets import references as secrets_references
 
         # [sources.kafka.security] and the admin_options pass-through, secrets resolved here.
-        self.admin = secrets.KafkaAdmin(cfg.sources.kafka, secrets.resolver_for())
+        self.admin = secrets_kafka.KafkaAdmin(cfg.sources.kafka, secrets_references.resolver_for())
         self.clock = clock
         self.timeout_s = timeout_s
 

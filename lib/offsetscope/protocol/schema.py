@@ -320,7 +320,8 @@ def _fixed_fail(parts: Sequence[tuple[str, int]], pos: int, end: int) -> errors.
         if pos + size > end:
             return _trunc(path, pos, size, end)
         pos += size
-    raise AssertionError("fixed group fits the buffer")  # only called when it does not
+    # Only called once the group is known not to fit; reaching here is a bug of the caller.
+    raise RuntimeError("a fixed-size group that fits the buffer was reported as truncated")
 
 
 def _bad_length(path: str, pos: int, n: int, what: str) -> errors.InvalidLengthError:
@@ -864,8 +865,3 @@ class _Generator:
             inner(f"{out} += {self._const(struct.Struct('>i'))}.pack(len(b))")
         inner(f"{out} += b")
         body.dedent()
-
-
-def generated_source(message: Message, version: int) -> str:
-    """The Python source generated for ``(message, version)`` (for docs and debugging)."""
-    return _compiled(message, version).source

@@ -56,7 +56,7 @@ _RAW_NAMES = RAW_SCHEMA.names
 _JOIN_KEYS = ["topic", "partition", "offset"]
 
 
-class CountMismatchError(AssertionError):
+class CountMismatchError(RuntimeError):
     """Decoded rows do not add up to the rows read: a row was lost or invented."""
 
 

@@ -36,8 +36,10 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from offsetscope import redaction, secrets
+from offsetscope import redaction
 from offsetscope.config import Config, default_conf_dir
+from offsetscope.secrets import files as secrets_files
+from offsetscope.secrets import kafka as secrets_kafka
 
 # The jars that must be in ``spark.jars_dir`` for the features above to exist at all.
 REQUIRED_JARS = ("delta-spark_", "spark-sql-kafka-0-10_")
@@ -112,8 +114,8 @@ def session_conf(
         # derby.log is written to derby.system.home, else into the working directory.
         _JAVA_OPTIONS: f"-Dderby.system.home={metastore}",
         # Kafka credentials out of plans, the UI and logs; [storage] umask on what Spark writes.
-        **secrets.spark_redaction_conf(),
-        **secrets.storage_spark_conf(cfg.storage),
+        **secrets_kafka.spark_redaction_conf(),
+        **secrets_files.storage_spark_conf(cfg.storage),
     }
     jars = local_jars(cfg.spark.jars_dir)
     if jars:
@@ -172,6 +174,6 @@ def build_job_session(
     folders are created with no wider access than it allows (``docs/security.md``).
     """
     redaction.install()
-    secrets.apply_umask(cfg.storage)
-    secrets.prepare_storage(cfg.storage)
+    secrets_files.apply_umask(cfg.storage)
+    secrets_files.prepare_storage(cfg.storage)
     return build_session(cfg, app_name=app_name, extra_conf=extra_conf)

@@ -49,9 +49,10 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from offsetscope import secrets
 from offsetscope.config import Config, default_conf_dir
 from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC
+from offsetscope.secrets import kafka as secrets_kafka
+from offsetscope.secrets import references as secrets_references
 from offsetscope.spark import logdir
 from offsetscope.spark.tables import SOURCE_SCHEMA
 
@@ -69,10 +70,12 @@ def source_spark_schema() -> StructType:
 # ----------------------------------------------------------------------------- Kafka
 
 
-def kafka_options(cfg: Config, resolver: secrets.Resolver | None = None) -> dict[str, str]:
+def kafka_options(
+    cfg: Config, resolver: secrets_references.Resolver | None = None
+) -> dict[str, str]:
     """The options of Spark's Kafka source for ``cfg`` (see the module docstring).
 
-    Connection settings come from :func:`offsetscope.secrets.spark_kafka_options`:
+    Connection settings come from :func:`offsetscope.secrets.kafka.spark_kafka_options`:
     ``[sources.kafka.security]`` plus the ``options`` pass-through, secret references resolved
     by ``resolver`` (default: environment variables only).
     """
@@ -87,7 +90,7 @@ def kafka_options(cfg: Config, resolver: secrets.Resolver | None = None) -> dict
         "groupIdPrefix": k.group_id_prefix,
         "includeHeaders": "false",
     }
-    options.update(secrets.spark_kafka_options(k, resolver or secrets.Resolver()))
+    options.update(secrets_kafka.spark_kafka_options(k, resolver or secrets_references.Resolver()))
     return options
 
 
@@ -126,7 +129,7 @@ def from_kafka_rows(df: DataFrame, kinds: Mapping[str, str]) -> DataFrame:
 def kafka_stream(spark: SparkSession, cfg: Config) -> DataFrame:
     """The internal topics from a Kafka cluster as a stream of :data:`SOURCE_SCHEMA` rows."""
     reader = spark.readStream.format("kafka")
-    for name, value in kafka_options(cfg, secrets.resolver_for(spark)).items():
+    for name, value in kafka_options(cfg, secrets_references.resolver_for(spark)).items():
         reader = reader.option(name, value)
     k = cfg.sources.kafka
     return from_kafka_rows(reader.load(), topic_kinds(k.offsets_topic, k.transaction_topic))
@@ -379,10 +382,3 @@ def read_segments(spark: SparkSession, cfg: Config, log_dir: str | None = None) 
     for name, value in _segment_options(cfg, log_dir).items():
         reader = reader.option(name, value)
     return reader.load()
-
-
-def read_stream(spark: SparkSession, cfg: Config) -> DataFrame:
-    """The configured source (``cfg.sources.kind``) as a stream of :data:`SOURCE_SCHEMA` rows."""
-    if cfg.sources.kind == KAFKA:
-        return kafka_stream(spark, cfg)
-    return segment_stream(spark, cfg)

@@ -333,7 +333,7 @@ def synthetic_record(
         assert value is not None
         if expectation(rt.topic, key, value)["expected_kind"] in EVENT_KINDS:
             return key, value
-    raise AssertionError(f"no well-formed {rt.name} v{version} could be built")
+    raise RuntimeError(f"no well-formed {rt.name} v{version} could be built")
 
 
 def plausible_commit(rng: random.Random, at_ms: int) -> tuple[bytes, bytes]:

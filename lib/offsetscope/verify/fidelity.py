@@ -55,10 +55,15 @@ from offsetscope.sim.scenarios.clients import (
 from offsetscope.sim.scenarios.cluster import Cluster
 from offsetscope.sim.scenarios.logdir import write_log_dir
 from offsetscope.sim.scenarios.spec import ConsumerSpec, LogLayout
+from offsetscope.verify.harness.clients import ConditionTimeoutError
 from offsetscope.verify.simlog import DecodedLogDir, decode_log_dir
 
 TopicPart = tuple[str, int]
 WAIT_S = 60.0
+
+
+class ScenarioFailedError(RuntimeError):
+    """A fidelity scenario could not run as written (a request failed, a wait ran out)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +262,7 @@ def transactions(d: Driver, tag: str) -> tuple[list[str], list[str]]:
     d.txn_leave_open("zombie")
     d.txn_init("successor", zombie)
     if d.txn_end("zombie", commit=True):
-        raise AssertionError("the zombie producer was not fenced")
+        raise ScenarioFailedError("the zombie producer was not fenced")
     d.txn_begin("successor")
     d.txn_send("successor", out, 1)
     d.txn_end("successor", commit=True)
@@ -350,7 +355,7 @@ def compare(
 # ----------------------------------------------------------------------------- simulator
 
 
-class SimTimeoutError(AssertionError):
+class SimTimeoutError(ScenarioFailedError, TimeoutError):
     """A simulated wait did not see its condition within the (virtual) deadline."""
 
 
@@ -390,7 +395,7 @@ class SimDriver:
         for p in range(n):
             records = [LogRecord(None, b"record-%d" % i, now) for i in range(p, count, n)]
             if records and self._writer.send(topic, p, records) is not Errors.NONE:
-                raise AssertionError(f"simulated produce to {topic}-{p} failed")
+                raise ScenarioFailedError(f"simulated produce to {topic}-{p} failed")
 
     def start(self, member: Member) -> None:
         spec = ConsumerSpec(
@@ -443,7 +448,7 @@ class SimDriver:
             "sync", {TopicPartition(t, p): o for (t, p), o in offsets.items()}
         )
         if error is not Errors.NONE:
-            raise AssertionError(f"simulated commit failed: {error}")
+            raise ScenarioFailedError(f"simulated commit failed: {error}")
 
     def wait_consumed(self, client: str, count: int) -> None:
         consumer = self.consumers[client]
@@ -470,7 +475,7 @@ class SimDriver:
     def delete_group(self, group: str) -> None:
         response = self.cluster.groups.delete_groups([group])
         if response.errors()[group] is not Errors.NONE:
-            raise AssertionError(f"simulated DeleteGroups failed: {response}")
+            raise ScenarioFailedError(f"simulated DeleteGroups failed: {response}")
 
     def wait_group_deleted(self, group: str) -> None:
         shard = self.cluster.groups.shard_for(group)
@@ -485,7 +490,7 @@ class SimDriver:
         producer.init_transactions(outcome.append)
         self._until(lambda: bool(outcome), f"{name} initTransactions")
         if outcome[0] is not Errors.NONE:
-            raise AssertionError(f"simulated initTransactions failed: {outcome[0]}")
+            raise ScenarioFailedError(f"simulated initTransactions failed: {outcome[0]}")
 
     def txn_begin(self, name: str) -> None:
         self.producers[name].begin()
@@ -494,7 +499,7 @@ class SimDriver:
         now = self.cluster.now
         error = self.producers[name].send(topic, partition, [LogRecord(None, b"txn", now)])
         if error is not Errors.NONE:
-            raise AssertionError(f"simulated transactional send failed: {error}")
+            raise ScenarioFailedError(f"simulated transactional send failed: {error}")
 
     def txn_send_offsets(self, name: str, offsets: Mapping[TopicPart, int], client: str) -> None:
         producer, consumer = self.producers[name], self.consumers[client]
@@ -508,7 +513,7 @@ class SimDriver:
                 group_instance_id=consumer.instance_id,
             )
         if error is not Errors.NONE:
-            raise AssertionError(f"simulated sendOffsetsToTransaction failed: {error}")
+            raise ScenarioFailedError(f"simulated sendOffsetsToTransaction failed: {error}")
 
     def txn_end(self, name: str, commit: bool) -> bool:
         producer = self.producers[name]
@@ -627,7 +632,7 @@ class RealDriver:
     def commit(self, client: str, offsets: Mapping[TopicPart, int]) -> None:
         result = self.members[client].commit(dict(offsets))
         if not result.ok:
-            raise AssertionError(f"commit failed: {result}")
+            raise ScenarioFailedError(f"commit failed: {result}")
 
     def wait_consumed(self, client: str, count: int) -> None:
         self.members[client].wait_consumed(count, WAIT_S)
@@ -732,7 +737,7 @@ def run(
                 began = time.monotonic()
                 try:
                     real_names[name] = SCENARIOS[name](real, tag)
-                except AssertionError as exc:
+                except (ScenarioFailedError, ConditionTimeoutError) as exc:
                     failed[name] = f"broker run failed: {exc}"
                 say(f"fidelity: {name} on the broker in {time.monotonic() - began:.1f} s")
         finally:
@@ -746,7 +751,7 @@ def run(
             sim = SimDriver(broker, seed=i)
             try:
                 sim_names = SCENARIOS[name](sim, tag)
-            except AssertionError as exc:
+            except (ScenarioFailedError, ConditionTimeoutError) as exc:
                 failed.setdefault(name, f"simulator run failed: {exc}")
                 sim_names = ([], [])
             decoded = sim.finish(Path(tmp) / name)

@@ -32,11 +32,6 @@ def zigzag_encode(value: int) -> int:
     return ((value << 1) ^ (value >> 63)) & _MASK64
 
 
-def zigzag_decode(raw: int) -> int:
-    """Inverse of :func:`zigzag_encode` for an unsigned raw value."""
-    return (raw >> 1) ^ -(raw & 1)
-
-
 def encode_varint(value: int) -> bytes:
     """Encode a signed int32 as a zigzag varint.
 

@@ -108,11 +108,6 @@ class GroundTruth:
                 line = {"type": "TxnStateChanged", **body}
             self.lines.append(line)
 
-    def of_type(self, *types: str) -> list[dict[str, Any]]:
-        """Lines of the given types, in order."""
-        wanted = set(types)
-        return [line for line in self.lines if line["type"] in wanted]
-
     def write(self, path: Path) -> int:
         """Write every line as JSON (keys in insertion order, compact); returns the count."""
         with path.open("w", encoding="utf-8") as out:

@@ -9,9 +9,8 @@ otherwise. This module, run as that super user, does what an operator does with
 * :func:`create_user` -- ``AlterUserScramCredentials`` (an upsertion: a random salt and the
   given iteration count; Kafka stores only the salted keys), then waits until the broker
   lists the user, so a login right after succeeds;
-* :func:`grant` / :func:`revoke` -- ``CreateAcls`` / ``DeleteAcls`` for
-  :class:`~offsetscope.secrets.AclRule` lists (ALLOW, any host), then wait until the broker's
-  ``DescribeAcls`` answer shows the change (the controller commits it; the broker's authorizer
+* :func:`grant` -- ``CreateAcls`` for :class:`~offsetscope.secrets.access.AclRule` lists (ALLOW,
+  any host), then wait until the broker's ``DescribeAcls`` answer shows the change (the controller commits it; the broker's authorizer
   applies it from the metadata log a moment later);
 * :func:`acls_of` -- a principal's ACLs as ``(resource type, name, pattern, operation)``;
 * :func:`decisions` -- the authorizer's decisions for a principal, read from the broker's
@@ -41,11 +40,10 @@ from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
 from confluent_kafka.admin._scram import (
     ScramCredentialInfo,
     ScramMechanism,
-    UserScramCredentialDeletion,
     UserScramCredentialUpsertion,
 )
 
-from offsetscope.secrets import AclRule
+from offsetscope.secrets.access import AclRule
 from offsetscope.verify.harness.broker import BrokerHandle, Credentials
 
 # Kafka's default iteration count for SCRAM credentials (ScramCredentialUtils).
@@ -89,13 +87,6 @@ def create_user(
         raise AclError(f"creating SCRAM user {user!r} failed: {exc}") from None
     _wait(lambda: user in _scram_users(admin, user, timeout_s), f"user {user!r}", timeout_s)
     return Credentials(user, password)
-
-
-def delete_user(admin: AdminClient, user: str, *, timeout_s: float = 30.0) -> None:
-    """Remove a user's SCRAM-SHA-512 credential and wait until the broker forgets it."""
-    deletion = UserScramCredentialDeletion(user, ScramMechanism.SCRAM_SHA_512)
-    admin.alter_user_scram_credentials([deletion], request_timeout=timeout_s)[user].result()
-    _wait(lambda: user not in _scram_users(admin, user, timeout_s), f"no {user!r}", timeout_s)
 
 
 def _scram_users(admin: AdminClient, user: str, timeout_s: float) -> set[str]:
@@ -171,45 +162,6 @@ def grant(
             raise AclError(f"creating {b} failed: {exc}") from None
     wanted = {_key(b) for b in bindings}
     _wait(lambda: wanted <= acls_of(admin, principal), f"ACLs of {principal}", timeout_s)
-    return acls_of(admin, principal, timeout_s=timeout_s)
-
-
-def revoke(
-    admin: AdminClient,
-    principal: str,
-    rules: Iterable[AclRule] | None = None,
-    *,
-    timeout_s: float = 30.0,
-) -> set[AclKey]:
-    """Delete ``rules`` (None: every ACL) of ``principal`` and wait until they are gone.
-
-    Returns:
-        The principal's ACLs afterwards.
-    """
-    if rules is None:
-        filters = [_every_acl_of(principal)]
-    else:
-        filters = [
-            AclBindingFilter(
-                ResourceType[r.resource_type],
-                r.name,
-                ResourcePatternType[r.pattern],
-                principal,
-                "*",
-                AclOperation[r.operation],
-                AclPermissionType.ALLOW,
-            )
-            for r in rules
-        ]
-    for future in admin.delete_acls(filters, request_timeout=timeout_s).values():
-        future.result()
-    gone = {(r.resource_type, r.name, r.pattern, r.operation) for r in rules or []}
-
-    def done() -> bool:
-        left = acls_of(admin, principal)
-        return not left if rules is None else not (left & gone)
-
-    _wait(done, f"revoked ACLs of {principal}", timeout_s)
     return acls_of(admin, principal, timeout_s=timeout_s)
 
 

@@ -91,7 +91,7 @@ from typing import Self
 
 from offsetscope import config as config_mod
 from offsetscope.config import BrokerConfig
-from offsetscope.secrets import jaas_config
+from offsetscope.secrets.kafka import jaas_config
 from offsetscope.verify.harness.jvm import (
     artifact_version,
     broker_log4j_config,
@@ -734,7 +734,10 @@ class Broker:
                 # quorum (the controller endpoint is recorded at format time).
                 shutil.rmtree(self.paths.data_dir, ignore_errors=True)
                 self.paths.ports_file.unlink(missing_ok=True)
-        raise AssertionError("unreachable")  # pragma: no cover
+        # The loop returns or raises on its last attempt.
+        raise RuntimeError(
+            f"broker did not start in {_START_ATTEMPTS} attempts"
+        )  # pragma: no cover
 
     def _endpoints(self, *, reuse: bool) -> Endpoints:
         cfg = self.config

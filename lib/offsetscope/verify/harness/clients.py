@@ -129,7 +129,7 @@ _INT32_NATIVE = struct.Struct("=i")
 _PR_SET_PDEATHSIG = 1
 
 
-class ConditionTimeoutError(AssertionError):
+class ConditionTimeoutError(TimeoutError):
     """A waited-for condition did not hold before its deadline (the message says which)."""
 
 

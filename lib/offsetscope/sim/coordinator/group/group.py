@@ -211,9 +211,6 @@ class ClassicGroup:
 
     # ------------------------------------------------------------------------- queries
 
-    def is_in_state(self, state: ClassicGroupState) -> bool:
-        return self.state is state
-
     @property
     def is_empty(self) -> bool:
         return self.state is _S.EMPTY
@@ -255,9 +252,6 @@ class ClassicGroup:
     def is_pending_member(self, member_id: str) -> bool:
         return member_id in self.pending_join_members
 
-    def has_static_member(self, group_instance_id: str) -> bool:
-        return group_instance_id in self.static_members
-
     def static_member_id(self, group_instance_id: str) -> str | None:
         return self.static_members.get(group_instance_id)
 
@@ -273,9 +267,6 @@ class ClassicGroup:
     def rebalance_timeout_ms(self) -> int:
         """The group's rebalance timeout: the largest of its members'."""
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
-
-    def all_static_member_ids(self) -> set[str]:
-        return set(self.static_members.values())
 
     def group_assignment(self) -> dict[str, bytes]:
         return {m.member_id: m.assignment for m in self.members.values()}

@@ -111,13 +111,6 @@ class OffsetStore:
         """The committed offset of (group, topic, partition), or None."""
         return _get(self.offsets, group, topic, partition)
 
-    def pending_offset(
-        self, producer_id: int, group: str, topic: str, partition: int
-    ) -> OffsetAndMetadata | None:
-        """The producer's pending transactional offset of that key, or None."""
-        tree = self.pending.get(producer_id)
-        return None if tree is None else _get(tree, group, topic, partition)
-
     def has_committed_offset(self, group: str, topic: str, partition: int) -> bool:
         return _get(self.offsets, group, topic, partition) is not None
 
@@ -128,9 +121,6 @@ class OffsetStore:
     def has_open_transactions(self, group: str) -> bool:
         return group in self.open_txns
 
-    def group_has_no_offsets(self, group: str) -> bool:
-        return group not in self.offsets and group not in self.open_txns
-
     def group_offsets(self, group: str) -> Mapping[str, Mapping[int, OffsetAndMetadata]]:
         """The committed offsets of ``group`` by topic and partition (read-only view)."""
         return self.offsets.get(group, {})
@@ -139,9 +129,6 @@ class OffsetStore:
         for topic, partitions in self.open_txns.get(group, {}).items():
             for partition in partitions:
                 yield topic, partition
-
-    def committed_count(self) -> int:
-        return sum(len(ps) for topics in self.offsets.values() for ps in topics.values())
 
     # ------------------------------------------------------------------------- tombstones
 

@@ -38,15 +38,6 @@ GROUP_METADATA_VALUE_VERSION = 3
 ZERO_UUID = uuid.UUID(int=0)
 
 
-def offset_commit_value_version(has_expire_timestamp: bool) -> int:
-    """Value version Kafka 4.4 writes: v1 carries an explicit expiry, otherwise v4."""
-    return (
-        OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY
-        if has_expire_timestamp
-        else OFFSET_COMMIT_VALUE_VERSION
-    )
-
-
 def new_offset_commit_record(
     group_id: str, topic: str, partition: int, offset: OffsetAndMetadata
 ) -> CoordinatorRecord:

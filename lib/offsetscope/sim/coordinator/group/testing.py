@@ -35,6 +35,10 @@ from offsetscope.sim.coordinator.runtime import GroupCoordinatorRuntime, Pending
 START_MS = 1_700_000_000_000
 
 
+class UnexpectedResponseError(RuntimeError):
+    """The coordinator answered a scripted request otherwise than the script expects."""
+
+
 def subscription(*topics: str, version: int = 0) -> bytes:
     """ConsumerProtocolSubscription bytes for ``topics`` (version 0 by default)."""
     data: dict[str, object] = {"topics": list(topics), "userData": None}
@@ -91,9 +95,6 @@ class GroupTestContextBuilder:
         self.config = dataclasses.replace(self.config, **changes)
         return self
 
-    def with_initial_rebalance_delay_ms(self, ms: int) -> GroupTestContextBuilder:
-        return self.with_config(initial_rebalance_delay_ms=ms)
-
     def with_max_size(self, size: int) -> GroupTestContextBuilder:
         return self.with_config(max_size=size)
 
@@ -102,10 +103,6 @@ class GroupTestContextBuilder:
 
     def with_offsets_retention_ms(self, ms: int) -> GroupTestContextBuilder:
         return self.with_config(offsets_retention_ms=ms)
-
-    def with_start_ms(self, ms: int) -> GroupTestContextBuilder:
-        self.start_ms = ms
-        return self
 
     def with_seed(self, seed: int) -> GroupTestContextBuilder:
         self.seed = seed
@@ -235,7 +232,7 @@ class GroupTestContext:
 
         response = round_(msg.UNKNOWN_MEMBER_ID).result()
         if response.error is not Errors.MEMBER_ID_REQUIRED:
-            raise AssertionError(f"expected MEMBER_ID_REQUIRED, got {response}")
+            raise UnexpectedResponseError(f"expected MEMBER_ID_REQUIRED, got {response}")
         second = round_(response.member_id)
         return response.member_id, second
 
@@ -374,7 +371,7 @@ class GroupTestContext:
         responses = {c: p.result() for c, p in joins.items()}
         for c, r in responses.items():
             if r.error is not Errors.NONE:
-                raise AssertionError(f"join of {c} failed: {r}")
+                raise UnexpectedResponseError(f"join of {c} failed: {r}")
             member_ids[c] = r.member_id
         generation = next(iter(responses.values())).generation_id
         leader = next(iter(responses.values())).leader
@@ -389,7 +386,7 @@ class GroupTestContext:
         )
         for c, p in syncs.items():
             if p.result().error is not Errors.NONE:
-                raise AssertionError(f"sync of {c} failed: {p.result()}")
+                raise UnexpectedResponseError(f"sync of {c} failed: {p.result()}")
         return FormedGroup(generation, leader, member_ids)
 
     def fetch(

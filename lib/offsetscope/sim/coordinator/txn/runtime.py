@@ -381,12 +381,6 @@ class TxnRuntime:
         """When the next scheduled job (markers, timeout check, expiry) is due."""
         return self._jobs[0].deadline if self._jobs else None
 
-    def run_due(self) -> None:
-        """Run every job due at the clock's current time, in deadline order."""
-        now = self.clock.now_ms()
-        while self._jobs and self._jobs[0].deadline <= now:
-            self._run(heapq.heappop(self._jobs))
-
     def run_until(self, until_ms: int) -> None:
         """Advance the clock job by job up to ``until_ms``, running each job at its deadline."""
         while self._jobs and self._jobs[0].deadline <= until_ms:
