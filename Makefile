@@ -32,15 +32,16 @@ fmt: install ## rewrite code with ruff
 	$(VENV)/bin/ruff format lib jobs tests bench
 	$(VENV)/bin/ruff check --fix lib jobs tests bench
 
-lint: install ## ruff (no changes)
+lint: install ## ruff (no changes) and the layering contracts (import-linter, docs/design.md)
 	$(VENV)/bin/ruff check lib jobs tests bench
 	$(VENV)/bin/ruff format --check lib jobs tests bench
+	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: install ## mypy, strict on lib/ and jobs/
 	$(VENV)/bin/mypy
 
 test-unit: install ## tests that need no JVM (milliseconds each)
-	$(PY) -m pytest -m "not spark and not kafka and not slow" -q
+	$(PY) -m pytest -m "not spark and not kafka and not jvm and not slow" -q
 
 test: install ## everything CI runs: unit, Spark, streaming and real-broker tests
 	$(PY) -m pytest -m "not slow" -q

@@ -264,7 +264,7 @@ def floor_worker(spec: dict[str, Any]) -> dict[str, Any]:
     no fold, no quality gate, no audit. Timed like :func:`timed_ingest`, from the query's start
     to the end of its last batch, with the tables created beforehand."""
     from offsetscope.clock import SystemClock
-    from offsetscope.pipelines import ingest
+    from offsetscope.pipelines import frames
     from offsetscope.spark import sources, writes
     from offsetscope.spark.tables import ensure_tables, table_name
 
@@ -275,7 +275,7 @@ def floor_worker(spec: dict[str, Any]) -> dict[str, Any]:
 
         def append(batch: Any, batch_id: int) -> None:
             raw = batch.coalesce(cfg.spark.shuffle_partitions)
-            frame = ingest.bronze_frame(raw, batch_id, wall.now_ms())
+            frame = frames.bronze_frame(raw, batch_id, wall.now_ms())
             writes.append(frame, cfg, "raw_records", query_name="floor", batch_id=batch_id)
 
         began = time.perf_counter()

@@ -45,7 +45,7 @@ from offsetscope.sim.coordinator.java import (
     topic_partition_hash,
 )
 
-pytestmark = pytest.mark.kafka
+pytestmark = pytest.mark.jvm
 
 ROOT = Path(__file__).resolve().parents[2]
 JARS = ROOT / "build" / "jvm" / "kafka"

@@ -8,22 +8,11 @@ import pytest
 from pyspark.sql import SparkSession
 
 from offsetscope import cli, config
-from offsetscope.cli.sql import format_table
 from offsetscope.spark.tables import schema_name
 
-
-def test_format_table_aligns_columns_and_marks_nulls() -> None:
-    text = format_table(["group_id", "generation"], [("billing", 12), ("a-much-longer-id", None)])
-    assert text.splitlines() == [
-        "group_id         | generation",
-        "-----------------+-----------",
-        "billing          | 12",
-        "a-much-longer-id | NULL",
-    ]
-    assert format_table(["v"], [("x" * 20,)], truncate=8).splitlines()[2] == "xxxxx..."
+pytestmark = pytest.mark.spark
 
 
-@pytest.mark.spark
 def test_sql_answers_from_the_configured_schema(
     spark: SparkSession, offsetscope_config: config.Config, capsys: pytest.CaptureFixture[str]
 ) -> None:

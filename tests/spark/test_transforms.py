@@ -4,6 +4,7 @@ the segment directory read as a batch through the Python data source."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from pathlib import Path
 from typing import Any
@@ -28,9 +29,13 @@ from pyspark.sql.types import (
 )
 
 from offsetscope import config
-from offsetscope.pipelines import ingest
+from offsetscope.history.events import Coordinates, OffsetCommitEvent, event_from_record
+from offsetscope.history.offsets import plain_row
+from offsetscope.pipelines import frames
 from offsetscope.protocol import encode_record, make_record
+from offsetscope.protocol.codec import decode_record
 from offsetscope.protocol.consumer_protocol import encode_assignment, encode_subscription
+from offsetscope.protocol.errors import DecodeError
 from offsetscope.sim.synthetic import SyntheticLog, Workload
 from offsetscope.spark import decode as dec
 from offsetscope.spark import logdir, sources, writes
@@ -171,7 +176,7 @@ def test_decode_schema_is_the_arrow_declaration_and_rows_match_the_pure_decoder(
 def test_bronze_keeps_the_bytes_and_converts_the_timestamp(
     spark: SparkSession, sample: DataFrame
 ) -> None:
-    bronze = ingest.bronze_frame(sample.where("offset = 10"), batch_id=5, ingested_at_ms=T0 + 99)
+    bronze = frames.bronze_frame(sample.where("offset = 10"), batch_id=5, ingested_at_ms=T0 + 99)
     k1, v1 = _commit("g1", 0, 42, T0)
     expected_schema = StructType(
         [
@@ -307,7 +312,7 @@ def test_offset_commit_rows_of_plain_commits_are_committed_as_read(
     spark: SparkSession, sample: DataFrame
 ) -> None:
     # As the pipeline writes them: collected through Arrow, typed on the driver.
-    collected = ingest.commit_rows_ms(dec.decode(sample), read_committed_source=False).toArrow()
+    collected = frames.plain_commit_frame(dec.decode(sample), read_committed_source=False).toArrow()
     rows = writes.table_frame(spark, "offset_commits", writes.ms_table("offset_commits", collected))
     assert rows.columns == [c.name for c in catalogue.spec("offset_commits").written_columns]
     expected_schema = StructType(
@@ -350,14 +355,41 @@ def test_offset_commit_rows_of_plain_commits_are_committed_as_read(
         rows.select(*expected_schema.names), expected, ignore_row_order=True, ignore_nullable=True
     )
     # The transactional one is left to the offsets fold (it is pending until its marker).
-    txn = ingest.commit_rows_ms(dec.decode(sample), read_committed_source=False, transactional=True)
+    txn = frames.plain_commit_frame(
+        dec.decode(sample), read_committed_source=False, transactional=True
+    )
     assert [(r["record_offset"], r["producer_id"]) for r in txn.collect()] == [(13, 77)]
+
+
+@pytest.mark.parametrize("read_committed", [False, True])
+def test_plain_commit_rows_are_the_in_memory_folds_rows(
+    sample: DataFrame, read_committed: bool
+) -> None:
+    """The SQL the pipeline appends plain commits with gives the rows the in-memory fold step
+    gives the same records (``plain_row``), column for column."""
+    table = frames.collect_plain_commits(dec.decode(sample), read_committed_source=read_committed)
+    got = sorted(table.to_pylist(), key=lambda r: r["record_offset"])
+    expected = []
+    for r in sample.orderBy("offset").collect():
+        if r["is_transactional"]:
+            continue
+        try:
+            record = decode_record(r["topic"], r["key"], r["value"])
+        except DecodeError:
+            continue
+        at = Coordinates(r["topic"], r["partition"], r["offset"], r["timestamp"])
+        event = event_from_record(at, record)  # type: ignore[arg-type]
+        if isinstance(event, OffsetCommitEvent):
+            row = plain_row(event, read_committed_source=read_committed)
+            expected.append(dataclasses.asdict(row))
+    assert [r["record_offset"] for r in expected] == [10, 11]
+    assert got == expected
 
 
 def test_kafka_source_commits_are_resolved_by_the_read_committed_source(
     spark: SparkSession, sample: DataFrame
 ) -> None:
-    rows = ingest.commit_rows_ms(dec.decode(sample), read_committed_source=True)
+    rows = frames.plain_commit_frame(dec.decode(sample), read_committed_source=True)
     by_offset = {r["record_offset"]: r["resolved_by"] for r in rows.collect()}
     assert by_offset == {10: "read_committed_source", 11: "tombstone"}
 

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from chispa import assert_df_equality
@@ -33,6 +34,7 @@ from pyspark.sql.types import MapType
 
 from offsetscope import config
 from offsetscope.pipelines import ingest
+from offsetscope.pipelines.writer import BatchWriter
 from offsetscope.sim.synthetic import SyntheticLog, Truth, Workload
 from offsetscope.spark import sources
 from offsetscope.spark import tables as catalogue
@@ -46,16 +48,23 @@ VOLATILE = {"ingest_batch_id", "ingested_at"}
 BATCH_DEPENDENT = {"fold_state", "batch_audit", "end_offsets", "partition_lag"}
 
 
-class FailAfterWrites(ingest.IngestPipeline):
+class FailAfterWrites(BatchWriter):
     """Fails its first batch after every table write and before the fold state is saved."""
 
     failed = False
 
-    def _execute_writes(self, b: ingest._Batch) -> None:  # type: ignore[name-defined]
-        super()._execute_writes(b)
+    def run(self, *args: Any, **kwargs: Any) -> dict[str, int]:
+        written = super().run(*args, **kwargs)
         if not FailAfterWrites.failed:
             FailAfterWrites.failed = True
             raise RuntimeError("injected failure after the table writes")
+        return written
+
+
+def _failing_pipeline(cfg: config.Config, query: str, log_dir: Path) -> ingest.IngestPipeline:
+    pipeline = ingest.IngestPipeline(cfg, query_name=query, log_dir=str(log_dir))
+    pipeline.writer = FailAfterWrites(cfg, query, pipeline.clock)
+    return pipeline
 
 
 @dataclass(frozen=True)
@@ -105,7 +114,7 @@ def runs(
             interrupted,
             query_name=query,
             log_dir=str(log_dir),
-            pipeline=FailAfterWrites(interrupted, query_name=query, log_dir=str(log_dir)),
+            pipeline=_failing_pipeline(interrupted, query, log_dir),
         )
         try:
             with pytest.raises(StreamingQueryException, match="injected failure"):

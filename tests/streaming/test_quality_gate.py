@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 
 from offsetscope import config
 from offsetscope.pipelines import ingest
+from offsetscope.pipelines import state as st
 from offsetscope.protocol.codec import encode_record, make_record
 from offsetscope.protocol.log import PartitionWriter, RecordSpec
 from offsetscope.protocol.records import OFFSETS_TOPIC
@@ -70,7 +71,7 @@ def ingested(
     )
     cfg = config.with_pipeline(cfg, trigger="available_now", sample_end_offsets=False)
     catalogue.ensure_tables(spark, cfg)
-    save = ingest.st.save
+    save = st.save
 
     def watched_save(session: SparkSession, *args: Any, **kwargs: Any) -> int:
         held = session.sql(f"SELECT table_name, batch_id FROM {cfg.storage.schema}.quality_results")
@@ -78,7 +79,7 @@ def ingested(
         return save(session, *args, **kwargs)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ingest.st, "save", watched_save)
+        patch.setattr(st, "save", watched_save)
         ingest.run(spark, cfg, query_name="quality_gate")
     try:
         yield cfg

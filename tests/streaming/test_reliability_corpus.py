@@ -11,13 +11,11 @@ field values include int64 extremes (timestamps outside Spark's range, generatio
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import corpus_checks
@@ -65,22 +63,6 @@ class Run:
     reports: list[ingest.BatchReport]
 
 
-def corpus_config(base: config.Config, schema: str, root: Path) -> config.Config:
-    """``base`` reading a segment directory in available-now batches into ``schema``."""
-    return dataclasses.replace(
-        base,
-        storage=dataclasses.replace(
-            base.storage, schema=schema, checkpoint_dir=str(root / f"checkpoints-{schema}")
-        ),
-        sources=dataclasses.replace(
-            base.sources,
-            kind="segments",
-            segments=dataclasses.replace(base.sources.segments, max_records_per_trigger=100_000),
-        ),
-        pipeline=dataclasses.replace(base.pipeline, trigger="available_now"),
-    )
-
-
 @pytest.fixture(scope="module")
 def run(
     spark: SparkSession,
@@ -94,7 +76,7 @@ def run(
     corpus.write_corpus(entries, log_dir, seed=SEED)
     manifest = corpus.load_manifest(log_dir).to_pylist()
     tag = uuid.uuid4().hex[:8]
-    cfg = corpus_config(offsetscope_config, f"t_corpus_{tag}", root)
+    cfg = corpus_checks.corpus_config(offsetscope_config, f"t_corpus_{tag}", root)
     try:
         reports = ingest.run(spark, cfg, query_name=f"corpus_{tag}", log_dir=str(log_dir))
         yield Run(cfg, manifest, reports)

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus_checks import corpus_config
 from pyspark.sql import SparkSession
-from test_reliability_corpus import corpus_config
 
 from offsetscope import config
 from offsetscope.pipelines import ingest

@@ -12,8 +12,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+from corpus_checks import corpus_config
 from pyspark.sql import SparkSession
-from test_reliability_corpus import corpus_config
 
 from offsetscope import config
 from offsetscope.pipelines import ingest

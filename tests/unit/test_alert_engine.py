@@ -6,8 +6,7 @@ import dataclasses
 import itertools
 
 import pytest
-from test_alert_rules import GROUP, MIN, storm_cfg
-from test_alert_support import fold_in_batches, simulated
+from alert_support import GROUP, MIN, fold_in_batches, simulated, storm_cfg
 
 from offsetscope import config
 from offsetscope.alerts import engine, rules

@@ -6,14 +6,19 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from test_alert_support import (
+from alert_support import (
+    GROUP,
+    MIN,
+    S,
+    alerts_cfg,
     brute_episodes,
     fold_in_batches,
     simulated,
+    storm_cfg,
     truth_of,
     window_count,
 )
-from test_history_support import T0, Log, M
+from history_log import T0, Log, M
 
 from offsetscope import config
 from offsetscope.alerts import rules
@@ -26,7 +31,6 @@ from offsetscope.alerts.model import (
     REBALANCE_STUCK,
 )
 from offsetscope.config import (
-    AlertsConfig,
     ChurnOverride,
     LagOverride,
     StormOverride,
@@ -36,27 +40,6 @@ from offsetscope.history import fold_batch
 from offsetscope.history.rows import PartitionLagRow, TransactionRow
 from offsetscope.history.tables import materialize
 from offsetscope.quality.model import QualityResultRow
-
-S = 1_000
-MIN = 60 * S
-GROUP = "alerting"  # the group of the rebalance-storm scenario
-
-
-def alerts_cfg(**rules_: object) -> AlertsConfig:
-    """The base configuration's [alerts] with some rules replaced."""
-    base = config.load("base").alerts
-    return dataclasses.replace(base, **rules_)  # type: ignore[arg-type]
-
-
-def storm_cfg(
-    window: str = "1m", max_generations: int = 5, **groups: StormOverride
-) -> AlertsConfig:
-    base = config.load("base").alerts
-    return alerts_cfg(
-        rebalance_storm=dataclasses.replace(
-            base.rebalance_storm, window=window, max_generations=max_generations, groups=groups
-        )
-    )
 
 
 def storm_inputs(as_of: int | None = None) -> rules.RuleInputs:

@@ -11,6 +11,7 @@ import pytest
 from golden import GOLDEN, OC_KEY
 
 from offsetscope.cli import main
+from offsetscope.cli.sql import format_table
 from offsetscope.protocol.dump_log import dump_log_lines
 from offsetscope.protocol.log import PartitionWriter
 from offsetscope.protocol.log.model import RecordSpec
@@ -175,3 +176,14 @@ def test_decode_segment_dump_log_command_prints_the_same_text(
     with contextlib.redirect_stdout(text):
         assert main(["decode", "segment", "--format", "dump-log", str(segment)]) == 0
     assert text.getvalue() == expected
+
+
+def test_format_table_aligns_columns_and_marks_nulls() -> None:
+    text = format_table(["group_id", "generation"], [("billing", 12), ("a-much-longer-id", None)])
+    assert text.splitlines() == [
+        "group_id         | generation",
+        "-----------------+-----------",
+        "billing          | 12",
+        "a-much-longer-id | NULL",
+    ]
+    assert format_table(["v"], [("x" * 20,)], truncate=8).splitlines()[2] == "xxxxx..."

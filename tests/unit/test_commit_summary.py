@@ -9,8 +9,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from offsetscope.history.commits import COLUMNS, summarize
 from offsetscope.history.rows import OffsetCommitRow
-from offsetscope.pipelines.commits import COLUMNS, summarize
 from offsetscope.pipelines.lag import Position
 
 

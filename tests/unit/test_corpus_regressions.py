@@ -4,7 +4,7 @@ times, the signals' rebalance times, a stuck rebalance's generation numbers)."""
 
 from __future__ import annotations
 
-from test_history_support import T0, Log, M
+from history_log import T0, Log, M
 
 from offsetscope.history import fold_batch
 from offsetscope.history.groups import MAX_REBALANCE_TIMES, rebalances_in_window

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from test_history_support import T0, Log, M
+from history_log import T0, Log, M
 
 from offsetscope.history import fold_batch, fold_group
 from offsetscope.history.batch import HistoryOutputs

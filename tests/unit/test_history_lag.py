@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from test_history_support import T0, Log
+from history_log import T0, Log
 
 from offsetscope.history import LagIndex, fold_offsets, record_time_lookup
 from offsetscope.history.rows import EndOffsetSample, OffsetCommitRow

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_history_support import T0, Log
+from history_log import T0, Log
 
 from offsetscope.history import fold_offsets
 from offsetscope.history.offsets import OffsetsState

@@ -8,7 +8,7 @@ import typing
 from typing import Any
 
 import pytest
-from test_history_incremental import WHOLE
+from history_scenario import WHOLE
 
 from offsetscope.history import rows as r
 from offsetscope.history.tables import (

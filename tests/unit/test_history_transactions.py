@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from test_history_support import T0, txn_log
+from history_log import T0, txn_log
 
 from offsetscope.clock import VirtualClock
 from offsetscope.history import fold_transactions

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from offsetscope.pipelines.commits import COLUMNS
+from offsetscope.history.commits import COLUMNS
 from offsetscope.spark import writes
 
 # Values a corrupt record can carry beside ordinary ones: the ends of Spark's range, one past

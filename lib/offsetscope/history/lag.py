@@ -37,6 +37,16 @@ TopicPartitionKey = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)
+class Position:
+    """A group's latest committed offset on a partition (``offset`` None: removed)."""
+
+    group_id: str
+    offset: int | None
+    at: int
+    record_offset: int
+
+
+@dataclass(frozen=True, slots=True)
 class CommitPoint:
     """A group's committed offset for a partition from ``at`` on (``offset`` None: removed)."""
 

@@ -164,6 +164,17 @@ def fold_offsets(
     return new_state, tuple(out.values())
 
 
+def plain_row(e: OffsetCommitEvent, *, read_committed_source: bool = False) -> OffsetCommitRow:
+    """The row of a commit outside a transaction (or of any commit a ``read_committed`` source
+    delivered): committed as read, at its record time. The ingest pipeline computes the same
+    columns in Spark SQL for the plain commits it appends."""
+    if e.offset is None:
+        how = "tombstone"
+    else:
+        how = "read_committed_source" if read_committed_source else "non_transactional"
+    return _row(e, COMMITTED, how)
+
+
 def _key(row: OffsetCommitRow) -> CommitKey:
     return (row.group_id, row.topic, row.partition)
 

@@ -48,9 +48,9 @@ import pyarrow as pa
 
 from offsetscope.clock import Clock
 from offsetscope.config import Config
-from offsetscope.history.lag import LagIndex, RecordTime, append_time
+from offsetscope.history.lag import LagIndex, Position, RecordTime, append_time
 from offsetscope.history.rows import EndOffsetSample
-from offsetscope.spark import logdir, writes
+from offsetscope.spark import logdir, sources, writes
 
 # The fold-state encoding of a partition's positions (PartitionPositions).
 POSITIONS_FORMAT = "positions/2"
@@ -175,16 +175,6 @@ class KafkaSampler:
 def partition_key(topic: str, partition: int) -> str:
     """The ``fold_state`` key of a data partition."""
     return f"{topic}:{partition}"
-
-
-@dataclass(frozen=True, slots=True)
-class Position:
-    """A group's latest committed offset on a partition (``offset`` None: removed)."""
-
-    group_id: str
-    offset: int | None
-    at: int
-    record_offset: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,3 +377,15 @@ def lag_table(
             )
         )
     return pa.concat_tables(parts) if parts else LAG_SCHEMA.empty_table()
+
+
+def default_sampler(
+    cfg: Config, kind: str, clock: Clock, log_dir: str | None = None
+) -> EndOffsetSampler:
+    """The end-offset sampler of a source kind (see :mod:`offsetscope.pipelines.lag`)."""
+    if kind == sources.KAFKA:
+        return KafkaSampler(cfg, clock)
+    s = cfg.sources.segments
+    data_dir = s.data_log_dir or log_dir or s.log_dir
+    internal = sources.topic_kinds(s.offsets_topic, s.transaction_topic)
+    return SegmentSampler(sources.resolve_path(data_dir), internal)

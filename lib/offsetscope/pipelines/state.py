@@ -18,13 +18,13 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from offsetscope.config import Config
+from offsetscope.history import batch as step
 from offsetscope.spark import tables as catalogue
 from offsetscope.spark import writes
 
 STATE = "fold_state"
-OFFSETS = "offsets"
-GROUP = "group"
-TXN = "txn"
+# The fold step's folds (offsets, group, txn) and the pipeline's own keys.
+OFFSETS, GROUP, TXN = step.OFFSETS, step.GROUP, step.TXN
 POSITIONS = "positions"
 SAMPLES = "samples"
 SOURCE = "source"

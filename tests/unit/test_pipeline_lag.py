@@ -10,9 +10,9 @@ import pyarrow as pa
 import pytest
 
 from offsetscope import config
-from offsetscope.history.lag import CommitPoint, LagIndex
+from offsetscope.history.lag import CommitPoint, LagIndex, Position
 from offsetscope.history.rows import EndOffsetSample, PartitionLagRow
-from offsetscope.pipelines import ingest, lag
+from offsetscope.pipelines import batch, lag
 from offsetscope.pipelines import state as st
 from offsetscope.protocol.log import read_partition_dir
 from offsetscope.sim.synthetic import SyntheticLog, Workload
@@ -23,26 +23,26 @@ T0 = 1_700_000_000_000
 
 
 def test_positions_keep_the_newest_commit_per_group_and_survive_json() -> None:
-    before = lag.update_positions(lag.PartitionPositions(), [lag.Position("g", 10, T0, 5)])
+    before = lag.update_positions(lag.PartitionPositions(), [Position("g", 10, T0, 5)])
     after = lag.update_positions(
         before,
         [
-            lag.Position("g", 8, T0 - 1, 3),  # older: ignored
-            lag.Position("g", 12, T0 + 5, 9),
-            lag.Position("h", None, T0 + 1, 2),  # a tombstone: no committed offset
-            lag.Position("a", 1, T0, 1),  # a new group sorts first
-            lag.Position("a", 2, T0, 1),  # same time and record: the held position stays
+            Position("g", 8, T0 - 1, 3),  # older: ignored
+            Position("g", 12, T0 + 5, 9),
+            Position("h", None, T0 + 1, 2),  # a tombstone: no committed offset
+            Position("a", 1, T0, 1),  # a new group sorts first
+            Position("a", 2, T0, 1),  # same time and record: the held position stays
         ],
     )
     assert after == lag.PartitionPositions(
         ("a", "g", "h"), (1, 12, None), (T0, T0 + 5, T0 + 1), (1, 9, 2)
     )
-    assert after.get("g") == lag.Position("g", 12, T0 + 5, 9)
+    assert after.get("g") == Position("g", 12, T0 + 5, 9)
     assert after.get("b") is None
     assert lag.positions_from_json(lag.positions_to_json(after)) == after
     assert lag.positions_from_json(None) == lag.PartitionPositions()
     # Nothing newer: the same object back, so the batch saves no state row.
-    assert lag.update_positions(after, [lag.Position("g", 11, T0 + 4, 99)]) is after
+    assert lag.update_positions(after, [Position("g", 11, T0 + 4, 99)]) is after
     assert lag.update_positions(after, []) is after
 
 
@@ -63,7 +63,7 @@ def test_positions_match_a_per_group_reference(seed: int) -> None:
     reference: dict[str, tuple[int, int, int | None]] = {}
     for _ in range(6):
         updates = [
-            lag.Position(
+            Position(
                 f"g{rng.randrange(40):02d}",
                 None if rng.random() < 0.1 else rng.randrange(1_000),
                 T0 + rng.randrange(20),
@@ -90,7 +90,7 @@ def test_samples_json_keeps_the_most_recent_ones() -> None:
     assert kept == samples[-lag.RECENT_SAMPLES :]
 
 
-def _positions(*entries: lag.Position) -> lag.PartitionPositions:
+def _positions(*entries: Position) -> lag.PartitionPositions:
     return lag.update_positions(lag.PartitionPositions(), entries)
 
 
@@ -100,9 +100,9 @@ def _rows(table: pa.Table) -> list[PartitionLagRow]:
 
 def test_lag_rows_measure_read_committed_groups_against_the_lso() -> None:
     positions = _positions(
-        lag.Position("plain", 90, T0, 1),
-        lag.Position("rc", 90, T0, 2),
-        lag.Position("gone", None, T0, 3),
+        Position("plain", 90, T0, 1),
+        Position("rc", 90, T0, 2),
+        Position("gone", None, T0, 3),
     )
     history = [EndOffsetSample("t", 0, 0, 50, 50, T0 - 10_000)]
     new = [EndOffsetSample("t", 0, 95, 120, 100, T0 + 10_000)]
@@ -127,7 +127,7 @@ def test_lag_table_has_partition_lags_columns_even_when_empty() -> None:
     sample = EndOffsetSample("t", 0, 0, 10, 10, T0)
     empty = lag.lag_table("t", 0, lag.PartitionPositions(), [], [sample], [])
     assert empty.num_rows == 0
-    later = lag.lag_table("t", 0, _positions(lag.Position("g", 1, T0 + 1, 1)), [], [sample], [])
+    later = lag.lag_table("t", 0, _positions(Position("g", 1, T0 + 1, 1)), [], [sample], [])
     assert later.num_rows == 0  # the commit is newer than the sample: not in effect yet
     for table in (empty, later):
         typed = writes.ms_table("partition_lag", table)
@@ -150,7 +150,7 @@ def test_lag_table_gives_the_rows_the_full_index_gives(seed: int) -> None:
     history, new = samples[:cut], samples[cut:]
     positions = _positions(
         *(
-            lag.Position(
+            Position(
                 f"g{g:02d}",
                 None if rng.random() < 0.15 else rng.randint(0, max(hwm, 1)),
                 # often exactly at a sample's time: a commit then is in effect at that sample
@@ -280,7 +280,7 @@ def test_the_pipeline_writes_lag_at_its_own_cadence(interval: str | None, writte
     ``lag_interval = "30s"``, one in three; the group's position moves on every batch either
     way. The batches' state is kept as ``process_batch`` keeps it (no table: nothing loaded)."""
     cfg = config.with_pipeline(config.load("local"), lag_interval=interval)
-    pipe = ingest.IngestPipeline(cfg, source_kind="segments", sampler=_Sampler())
+    pipe = batch.IngestPipeline(cfg, source_kind="segments", sampler=_Sampler())
     start = (T0 // 30_000 + 1) * 30_000
     pipe._states = {(st.SAMPLER, "topics"): None}
     key = lag.partition_key("orders", 0)
@@ -288,9 +288,9 @@ def test_the_pipeline_writes_lag_at_its_own_cadence(interval: str | None, writte
     lag_batches, positions = [], []
     for i in range(9):
         at = start + 10_000 * i + 500
-        b = ingest._Batch(i, None, at)  # type: ignore[arg-type]
-        moved = [("orders", 0, lag.Position("g", at // 100 - 7, at, i))]
-        pipe._lag(b, moved, [], at, {})
+        b = batch.Batch(i, None, at)  # type: ignore[arg-type]
+        moved = [("orders", 0, Position("g", at // 100 - 7, at, i))]
+        pipe._lag(b, moved, [], at)
         tables = {t.logical for t in b.tasks}
         if tables:
             assert tables == {"end_offsets", "partition_lag"}

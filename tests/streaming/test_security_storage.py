@@ -4,7 +4,8 @@ The umask must be in place before the JVM starts (the JVM inherits it, and Hadoo
 system chmods what it creates to ``fs.permissions.umask-mode``), so this test runs a job-like
 child process with a SparkSession of its own rather than the run's shared session: it starts
 Spark as the jobs do (:func:`offsetscope.spark.session.build_job_session`: the umask, the storage
-folders, :func:`secrets_files.storage_spark_conf`), creates a catalogue table, and streams a small segment log into a Delta table with a checkpoint.
+folders, :func:`offsetscope.secrets.files.storage_spark_conf`), creates a catalogue table, and
+streams a small segment log into a Delta table with a checkpoint.
 The test then walks the warehouse, checkpoint and metastore folders.
 """
 
@@ -22,7 +23,7 @@ import pytest
 from offsetscope import config
 from offsetscope.secrets import files as secrets_files
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.streaming]
 
 CHILD = textwrap.dedent(
     """

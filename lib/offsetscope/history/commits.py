@@ -1,8 +1,9 @@
-"""What a micro-batch's offset commits tell the folds, computed columnar on the driver.
+"""What a batch's plain offset commits tell the folds, computed column-wise.
 
-Input: the batch's plain commits as an Arrow table with the ``offset_commits`` columns
-(timestamps as epoch ms), one row per ``__consumer_offsets`` OffsetCommit record, tombstones
-included. Output, for :mod:`offsetscope.pipelines.ingest`:
+Input: the batch's plain commits (outside transactions, final as read) as an Arrow table with the
+``offset_commits`` columns (timestamps as epoch ms), one row per ``__consumer_offsets``
+OffsetCommit record, tombstones included. Output, for the batch step
+(:mod:`offsetscope.history.batch`):
 
 * per group, the commits the group fold reads (``fold_group``): the first live commit (lowest
   record offset), the latest live one (highest ``(effective_at, record_offset)``), the first
@@ -13,29 +14,45 @@ included. Output, for :mod:`offsetscope.pipelines.ingest`:
 
 "Live" is a commit that is not a tombstone. Every choice is a per-key arg-min or arg-max, done
 with one ``numpy.lexsort`` each over the candidate rows (keys as dictionary codes), so the cost
-is a few sorts of the batch: about 2 s for 1,000,000 commits including the collect through
-Arrow, where the same aggregation as a Spark ``groupBy`` with ``min_by`` / ``max_by`` over row
-structs took 27-31 s on 2 cores (measured; the structs force a sort-based aggregate and the
-result was pickled Row by Row).
+is a few sorts of the batch and no Python object per commit. A Spark ``groupBy`` with ``min_by``
+/ ``max_by`` over row structs computes the same, but the structs force a sort-based aggregate
+(``docs/benchmarks.md`` has the comparison).
+
+:func:`commit_table` is the inverse view for in-memory callers: ``OffsetCommitRow`` objects as
+such a table.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 
+from offsetscope.history.lag import Position
 from offsetscope.history.rows import OffsetCommitRow
-from offsetscope.pipelines import lag as lagmod
 
 # The written columns of offset_commits (the table's rows are OffsetCommitRow).
 COLUMNS = tuple(f.name for f in dataclasses.fields(OffsetCommitRow))
 
+_ARROW_TYPES = {"str": pa.string(), "int": pa.int64(), "bool": pa.bool_()}
+# offset_commits' columns as an in-memory Arrow table (timestamps as epoch ms).
+COMMIT_SCHEMA = pa.schema(
+    [
+        pa.field(f.name, _ARROW_TYPES[str(f.type).split(" | ")[0]])
+        for f in dataclasses.fields(OffsetCommitRow)
+    ]
+)
+
 Summary = dict[str, list[OffsetCommitRow]]
-Positions = list[tuple[str, int, lagmod.Position]]
+Positions = list[tuple[str, int, Position]]
+
+
+def commit_table(rows: Iterable[OffsetCommitRow]) -> pa.Table:
+    """``rows`` as an Arrow table of :data:`COMMIT_SCHEMA` (what :func:`summarize` reads)."""
+    return pa.Table.from_pylist([dataclasses.asdict(r) for r in rows], schema=COMMIT_SCHEMA)
 
 
 def summarize(table: pa.Table, tombstones: Mapping[str, int]) -> tuple[Summary, Positions]:
@@ -81,7 +98,7 @@ def summarize(table: pa.Table, tombstones: Mapping[str, int]) -> tuple[Summary, 
         (
             topics[topic[i]],
             int(partition[i]),
-            lagmod.Position(groups[group[i]], off, int(effective_at[i]), int(record_offset[i])),
+            Position(groups[group[i]], off, int(effective_at[i]), int(record_offset[i])),
         )
         for i, off in zip(latest.tolist(), offsets, strict=True)
     ]

@@ -5,12 +5,13 @@ directory, reads every internal-topic segment back through the real decoder, and
 events with the history folds -- the rows the pipeline would write, without Spark. The oracle
 functions read ``ground_truth.jsonl`` only (what the coordinator did), never the rows.
 
-This module holds helpers only (no tests); the ``test_alert*`` modules import it.
+The ``test_alert*`` modules import it; so do the alert rule configurations they share.
 """
 
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from offsetscope import config
+from offsetscope.config import AlertsConfig, StormOverride
 from offsetscope.history import fold_batch
 from offsetscope.history.batch import HistoryOutputs, HistoryStates
 from offsetscope.history.events import ControlEvent, Coordinates, Event, event_from_record
@@ -155,3 +158,25 @@ def brute_episodes(
 def window_count(times: Sequence[int], at: int, window: int) -> int:
     """How many of the sorted ``times`` lie in ``(at - window, at]``."""
     return bisect.bisect_right(times, at) - bisect.bisect_right(times, at - window)
+
+
+S = 1_000
+MIN = 60 * S
+GROUP = "alerting"  # the group of the rebalance-storm scenario
+
+
+def alerts_cfg(**rules_: object) -> AlertsConfig:
+    """The base configuration's [alerts] with some rules replaced."""
+    base = config.load("base").alerts
+    return dataclasses.replace(base, **rules_)  # type: ignore[arg-type]
+
+
+def storm_cfg(
+    window: str = "1m", max_generations: int = 5, **groups: StormOverride
+) -> AlertsConfig:
+    base = config.load("base").alerts
+    return alerts_cfg(
+        rebalance_storm=dataclasses.replace(
+            base.rebalance_storm, window=window, max_generations=max_generations, groups=groups
+        )
+    )

@@ -1,0 +1,500 @@
+"""One micro-batch of the ingest query: internal-topic records -> bronze, silver and gold tables.
+
+Per micro-batch (``foreachBatch``, with ``batch_df.sparkSession``)::
+
+    source rows ─persist─┬─> raw_records (bronze, idempotent append)
+                         └─> decode once (mapInArrow) ─persist─┬─> silver appends, quarantine
+                                                               ├─> plain commits (Spark SQL, Arrow)
+                                                               │    -> offset_commits append, summary
+                                                               └─> light events
+                                                                   -> fold step (history.batch)
+                                                                   -> gold MERGEs, fold_state
+    end-offset sampler ─> end_offsets ─> partition_lag          audit row: counts in/out, skips
+
+* **Decode once**: the source rows and the decoded rows are persisted for the batch, so every
+  table reads the same decoded rows; counts in = events + quarantined + unknown is checked
+  (:func:`offsetscope.spark.decode.kind_counts`) before anything is written.
+* **Plain commits in Spark SQL**: offset commits outside transactions are committed as read
+  (``resolved_by = non_transactional``; with the Kafka source and ``read_committed`` every commit
+  that arrives is committed: ``read_committed_source``). Their rows are final and their key
+  (record partition and offset) is new by construction, so they are appended idempotently: a
+  MERGE would add a scan of the day's partition to every batch. They reach the driver once, as
+  Arrow columns, for the group fold's summary (:mod:`offsetscope.history.commits`) and the append.
+* **The fold step** (:mod:`offsetscope.history.batch`, the same composition the tests run) folds
+  the light events with the summary: transactional commits and markers per ``__consumer_offsets``
+  partition (segment sources only), every group id with its chosen commits, every transactional
+  id. Fold state is loaded for the keys in the batch only and written back by MERGE: a batch
+  costs what its records cost, whatever the history.
+* **Writes** (:mod:`offsetscope.pipelines.writer`): queued while the batch is worked out, then
+  run table by table in parallel, each gold table behind its quality gate. The fold state is
+  saved after all of them and the audit row last, so a batch that failed half-way is folded
+  again from the same state and yields the same rows; every write is idempotent.
+* Infrastructure errors are never caught: they fail the batch and the query.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from offsetscope.clock import Clock, SystemClock
+from offsetscope.config import Config
+from offsetscope.history import batch as step
+from offsetscope.history.commits import Positions, summarize
+from offsetscope.history.groups import GroupState
+from offsetscope.history.lag import Position
+from offsetscope.history.offsets import COMMITTED, OffsetsState
+from offsetscope.history.rows import EndOffsetSample, OffsetCommitRow
+from offsetscope.history.transactions import TxnIdState
+from offsetscope.pipelines import frames
+from offsetscope.pipelines import lag as lagmod
+from offsetscope.pipelines import state as st
+from offsetscope.pipelines.writer import BatchWriter, Timings, Write
+from offsetscope.protocol.records import OFFSETS_TOPIC
+from offsetscope.spark import decode as dec
+from offsetscope.spark import sources, writes
+from offsetscope.spark import tables as catalogue
+
+ProgressCallback = Callable[["BatchReport"], None]
+
+_DECODE_STATE: dict[str, Callable[[str], step.FoldState]] = {
+    step.OFFSETS: OffsetsState.from_json,
+    step.GROUP: GroupState.from_json,
+    step.TXN: TxnIdState.from_json,
+}
+_GOLD = (
+    ("group_generations", "group_generations"),
+    ("group_state_transitions", "group_state_transitions"),
+    ("member_sessions", "member_sessions"),
+    ("partition_assignments", "partition_assignments"),
+    ("groups_current", "groups_current"),
+    ("transactions", "transactions"),
+    ("transaction_status_timeline", "transaction_status_timeline"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchReport:
+    """What one micro-batch read and wrote (also the ``batch_audit`` row)."""
+
+    query_name: str
+    batch_id: int
+    rows_in: int
+    counts: Mapping[str, int]
+    rows_written: Mapping[str, int]
+    keys_folded: Mapping[str, int]
+    offsets_not_seen: int
+    event_time: int | None
+    seconds: float
+    phases: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def quarantined(self) -> int:
+        return self.counts.get(dec.ERROR, 0)
+
+    @property
+    def unknown(self) -> int:
+        return self.counts.get(dec.UNKNOWN, 0)
+
+    @property
+    def events(self) -> int:
+        return sum(self.counts.get(k, 0) for k in dec.EVENT_KINDS)
+
+    def line(self) -> str:
+        """A one-line progress message."""
+        rate = self.rows_in / self.seconds if self.seconds > 0 else 0.0
+        return (
+            f"[{self.query_name}] batch {self.batch_id}: {self.rows_in} records "
+            f"({self.events} events, {self.quarantined} quarantined, {self.unknown} unknown) "
+            f"in {self.seconds:.1f} s ({rate:,.0f} records/s)"
+        )
+
+
+@dataclass(slots=True)
+class Batch:
+    """Working data of one micro-batch on the driver."""
+
+    batch_id: int
+    spark: SparkSession
+    started_ms: int
+    timings: Timings = field(default_factory=Timings)
+    tasks: list[Write] = field(default_factory=list)
+    folded: dict[str, int] = field(default_factory=dict)
+    new_states: list[st.StateRow] = field(default_factory=list)
+    loaded: dict[tuple[str, str], st.StateRow] = field(default_factory=dict)
+
+
+class IngestPipeline:
+    """One ingest query's ``foreachBatch`` logic; see the module docstring.
+
+    Args:
+        cfg: the configuration.
+        query_name: the query (idempotency app ids, audit rows); default ``[pipeline]``'s.
+        source_kind: ``kafka`` or ``segments``; default ``[sources] kind``.
+        clock: wall clock for ``ingested_at`` and Kafka end-offset samples.
+        sampler: end-offset sampler; default from the source kind (``None`` with
+            ``sample_end_offsets = false``).
+        progress: called with each batch's report.
+        log_dir: the segment source's log directory, when not ``[sources.segments]``'s.
+    """
+
+    def __init__(
+        self,
+        cfg: Config,
+        *,
+        query_name: str | None = None,
+        source_kind: str | None = None,
+        clock: Clock | None = None,
+        sampler: lagmod.EndOffsetSampler | None = None,
+        progress: ProgressCallback | None = None,
+        log_dir: str | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.query_name = query_name or cfg.pipeline.query_name
+        self.kind = source_kind or cfg.sources.kind
+        self.clock: Clock = clock or SystemClock()
+        self.progress = progress
+        self.reports: list[BatchReport] = []
+        self.markers_visible = self.kind == sources.SEGMENTS
+        self.read_committed_source = (
+            self.kind == sources.KAFKA and cfg.sources.kafka.isolation_level == "read_committed"
+        )
+        # A query that reads its partitions from their beginning (a log directory, or a Kafka
+        # source starting at "earliest") knows that offsets below the first record it reads of a
+        # partition existed and are gone -- deleted by retention or compacted away before it
+        # started -- and counts them as not seen. One started "latest" or at given offsets
+        # skipped them by choice, and does not.
+        self.reads_from_start = self.kind == sources.SEGMENTS or (
+            self.kind == sources.KAFKA and cfg.sources.kafka.starting_offsets == "earliest"
+        )
+        self.sampler = sampler
+        if sampler is None and cfg.pipeline.sample_end_offsets:
+            self.sampler = lagmod.default_sampler(cfg, self.kind, self.clock, log_dir)
+        self.writer = BatchWriter(cfg, self.query_name, self.clock)
+        # The fold states this query read or wrote (None: known to have none). The table stays
+        # the source of truth: a key is read from it the first time this query needs it, and
+        # the mirror takes a batch's states only once that batch saved them.
+        self._states: dict[tuple[str, str], st.StateRow | None] = {}
+
+    # ------------------------------------------------------------------ the batch
+
+    def process_batch(self, batch_df: DataFrame, batch_id: int) -> None:
+        """The ``foreachBatch`` function."""
+        spark = batch_df.sparkSession
+        started = time.monotonic()
+        b = Batch(batch_id, spark, self.clock.now_ms())
+        # One source partition per topic partition (50 of __consumer_offsets by default) would
+        # make every stage of the batch -- the decode's Python tasks, each append's files --
+        # 50 tasks or files however few records arrived; the batch works in as many partitions
+        # as its shuffles do (``[spark] shuffle_partitions``), merged without a shuffle.
+        raw = batch_df.coalesce(self.cfg.spark.shuffle_partitions).persist(
+            StorageLevel.MEMORY_AND_DISK
+        )
+        decoded: DataFrame | None = None
+        try:
+            with b.timings.timed("read"):
+                stats = frames.source_stats(raw)
+            rows_in = sum(int(s["records"]) for s in stats)
+            if rows_in == 0:
+                return
+            decoded = dec.decode(raw).persist(StorageLevel.MEMORY_AND_DISK)
+            with b.timings.timed("decode"):
+                found = {
+                    r["kind"]: int(r["count"]) for r in decoded.groupBy("kind").count().collect()
+                }
+            counts = dec.kind_counts(rows_in, found)
+            event_time = max(
+                (int(s["max_ts"]) for s in stats if s["max_ts"] is not None), default=None
+            )
+            self._bronze_and_silver(b, raw, decoded, rows_in, counts)
+            positions, txn_rows = self._gold(b, decoded, counts, stats)
+            if self.sampler is not None:
+                with b.timings.timed("lag"):
+                    self._lag(b, positions, txn_rows, event_time)
+            not_seen, partitions = self._source_progress(b, stats)
+            written = self.writer.run(spark, batch_id, b.tasks, b.timings)
+            with b.timings.timed("save state"):
+                st.save(
+                    spark,
+                    self.cfg,
+                    b.new_states,
+                    query_name=self.query_name,
+                    batch_id=batch_id,
+                    now_ms=b.started_ms,
+                )
+            for row in b.new_states:
+                self._states[(row.fold, row.key)] = row
+            report = BatchReport(
+                self.query_name,
+                batch_id,
+                rows_in,
+                counts,
+                written,
+                dict(b.folded),
+                not_seen,
+                event_time,
+                time.monotonic() - started,
+                dict(b.timings.seconds),
+            )
+            self._audit(b, report, partitions)
+        finally:
+            if decoded is not None:
+                decoded.unpersist()
+            raw.unpersist()
+        self.reports.append(report)
+        if self.progress is not None:
+            self.progress(report)
+
+    def _bronze_and_silver(
+        self, b: Batch, raw: DataFrame, decoded: DataFrame, rows_in: int, counts: Mapping[str, int]
+    ) -> None:
+        BatchWriter.append(
+            b.tasks, "raw_records", frames.bronze_frame(raw, b.batch_id, b.started_ms), rows_in
+        )
+        per_table = {
+            "group_metadata_events": counts["group_metadata"],
+            "consumer_group_events": counts["consumer_group"],
+            "transaction_log_events": counts["transaction_log"],
+            "control_records": counts["control"],
+            "quarantine": counts[dec.ERROR] + counts[dec.UNKNOWN],
+        }
+        batch = {"ingest_batch_id": F.lit(b.batch_id).cast("bigint")}
+        for table in catalogue.SILVER_TABLES:
+            n = per_table[table.logical]
+            if n:
+                BatchWriter.append(
+                    b.tasks, table.logical, dec.silver_frame(decoded, table, batch), n
+                )
+
+    def _gold(
+        self, b: Batch, decoded: DataFrame, counts: Mapping[str, int], stats: Sequence[Any]
+    ) -> tuple[Positions, Sequence[OffsetCommitRow]]:
+        """The fold step over the batch; returns the lag positions and transactional rows."""
+        light = []
+        if any(counts[k] for k in frames.LIGHT_KINDS) or (
+            self.markers_visible and counts["offset_commit"]
+        ):
+            with b.timings.timed("collect light streams"):
+                light = frames.light_events(decoded)
+        routed = step.route(light)
+        summary: dict[str, list[OffsetCommitRow]] = {}
+        positions: Positions = []
+        if counts["offset_commit"]:
+            with b.timings.timed("commit summary"):
+                plain = frames.collect_plain_commits(
+                    decoded, read_committed_source=self.read_committed_source
+                )
+                summary, positions = summarize(plain, routed.tombstones)
+            if plain.num_rows:
+                # Final as read, gated and appended from the driver's columns.
+                BatchWriter.append(
+                    b.tasks,
+                    "offset_commits",
+                    lambda: writes.ms_table("offset_commits", plain),
+                    plain.num_rows,
+                )
+        offsets_partitions = (
+            sorted({int(s["partition"]) for s in stats if s["topic"] == OFFSETS_TOPIC})
+            if self.markers_visible
+            else []
+        )
+        # The fold step's keys and this batch's own, read in one query.
+        wanted = routed.wanted(summary, offsets_partitions)
+        b.loaded.update(
+            self._load_states(
+                b, {**wanted, st.SOURCE: [_source_key(s) for s in stats], st.SAMPLER: ["topics"]}
+            )
+        )
+        with b.timings.timed("fold"):
+            folded = step.fold(
+                routed,
+                summary,
+                lambda keys: {
+                    k: _DECODE_STATE[k[0]](row.state)
+                    for k, row in self._load_states(b, keys).items()
+                },
+                offsets_partitions=offsets_partitions,
+                window_commits=lambda windows: frames.window_commits(decoded, windows),
+            )
+        b.folded.update(folded.folded)
+        for (fold_name, key), state in folded.states.items():
+            b.new_states.append(st.StateRow(fold_name, key, state.to_json(), state.last_offset))
+        out = folded.outputs
+        BatchWriter.merge_rows(b.tasks, "offset_commits", out.offset_commits, prune_dates=True)
+        for name, logical in _GOLD:
+            BatchWriter.merge_rows(b.tasks, logical, getattr(out, name))
+        return positions, out.offset_commits
+
+    def _load_states(
+        self, b: Batch, wanted: Mapping[str, Sequence[str]]
+    ) -> dict[tuple[str, str], st.StateRow]:
+        missing = {
+            fold: [k for k in keys if (fold, k) not in self._states]
+            for fold, keys in wanted.items()
+        }
+        if any(missing.values()):
+            with b.timings.timed("load state"):
+                found = st.load(b.spark, self.cfg, missing)
+            for fold, absent in missing.items():
+                for k in absent:
+                    self._states[(fold, k)] = found.get((fold, k))
+        out: dict[tuple[str, str], st.StateRow] = {}
+        for fold, keys in wanted.items():
+            for k in keys:
+                row = self._states.get((fold, k))
+                if row is not None:
+                    out[(fold, k)] = row
+        return out
+
+    # ------------------------------------------------------------------ lag
+
+    def _lag(
+        self,
+        b: Batch,
+        positions: Positions,
+        txn_rows: Sequence[OffsetCommitRow],
+        event_time: int | None,
+    ) -> None:
+        if self.sampler is None:
+            raise RuntimeError("lag needs an end-offset sampler")
+        updates: dict[tuple[str, int], list[Position]] = defaultdict(list)
+        for topic, partition, position in positions:
+            updates[(topic, partition)].append(position)
+        for row in txn_rows:
+            if row.status == COMMITTED and row.effective_at is not None:
+                updates[(row.topic, row.partition)].append(
+                    Position(row.group_id, row.offset, row.effective_at, row.record_offset)
+                )
+        tracked_row = b.loaded.get((st.SAMPLER, "topics"))
+        tracked = set(json.loads(tracked_row.state)) if tracked_row else set()
+        topics = tracked | {t for t, _ in updates}
+        if topics != tracked:
+            b.new_states.append(st.StateRow(st.SAMPLER, "topics", json.dumps(sorted(topics)), None))
+        samples = self.sampler.sample(topics, event_time)
+        keys = {lagmod.partition_key(t, p) for t, p in updates} | {
+            lagmod.partition_key(s.topic, s.partition) for s in samples
+        }
+        more = self._load_states(b, {st.POSITIONS: sorted(keys), st.SAMPLES: sorted(keys)})
+        new_samples: list[EndOffsetSample] = []
+        lag_tables: list[pa.Table] = []
+        by_tp: dict[tuple[str, int], list[EndOffsetSample]] = defaultdict(list)
+        for s in samples:
+            by_tp[(s.topic, s.partition)].append(s)
+        for tp in sorted(set(updates) | set(by_tp)):
+            key = lagmod.partition_key(*tp)
+            pos_row = more.get((st.POSITIONS, key))
+            before = lagmod.positions_from_json(pos_row.state if pos_row else None)
+            current = lagmod.update_positions(before, updates.get(tp, ()))
+            if current is not before:
+                b.new_states.append(
+                    st.StateRow(st.POSITIONS, key, lagmod.positions_to_json(current), None)
+                )
+            hist_row = more.get((st.SAMPLES, key))
+            history = lagmod.samples_from_json(tp[0], tp[1], hist_row.state if hist_row else None)
+            last_at = history[-1].sampled_at if history else None
+            fresh = [
+                s
+                for s in by_tp.get(tp, ())
+                if lagmod.sample_due(s.sampled_at, last_at, self.cfg.pipeline.lag_interval_ms)
+            ]
+            if not fresh:
+                continue
+            new_samples.extend(fresh)
+            lag_tables.append(
+                lagmod.lag_table(
+                    tp[0],
+                    tp[1],
+                    current,
+                    history,
+                    fresh,
+                    self.cfg.pipeline.read_committed_groups,
+                    self.sampler.record_time,
+                )
+            )
+            b.new_states.append(
+                st.StateRow(st.SAMPLES, key, lagmod.samples_to_json([*history, *fresh]), None)
+            )
+        if new_samples:
+            BatchWriter.append(
+                b.tasks,
+                "end_offsets",
+                lambda: writes.rows_table("end_offsets", new_samples),
+                len(new_samples),
+            )
+        # pa.concat_tables refuses an empty list.
+        lag = pa.concat_tables(lag_tables) if lag_tables else None
+        if lag is not None and lag.num_rows:
+            BatchWriter.append(
+                b.tasks,
+                "partition_lag",
+                lambda: writes.ms_table("partition_lag", lag),
+                lag.num_rows,
+            )
+
+    # ------------------------------------------------------------------ audit
+
+    def _source_progress(self, b: Batch, stats: Sequence[Any]) -> tuple[int, list[dict[str, Any]]]:
+        not_seen_total = 0
+        partitions = []
+        for s in sorted(stats, key=lambda s: (s["source_topic"], s["partition"])):
+            key = _source_key(s)
+            row = b.loaded.get((st.SOURCE, key))
+            first, last, records = int(s["first"]), int(s["last"]), int(s["records"])
+            if row is not None and row.last_offset is not None:
+                gap = max(0, first - int(row.last_offset) - 1)
+            else:  # the first records this query reads of the partition
+                gap = first if self.reads_from_start else 0
+            not_seen = gap + (last - first + 1 - records)
+            not_seen_total += not_seen
+            partitions.append(
+                {
+                    "topic": s["source_topic"],
+                    "partition": int(s["partition"]),
+                    "first_offset": first,
+                    "last_offset": last,
+                    "records": records,
+                    "offsets_not_seen": not_seen,
+                }
+            )
+            if row is None or row.last_offset is None or last > int(row.last_offset):
+                b.new_states.append(st.StateRow(st.SOURCE, key, "{}", last))
+        return not_seen_total, partitions
+
+    def _audit(self, b: Batch, report: BatchReport, partitions: list[dict[str, Any]]) -> None:
+        record = {
+            "query_name": self.query_name,
+            "batch_id": b.batch_id,
+            "source_kind": self.kind,
+            "started_at": b.started_ms,
+            "finished_at": self.clock.now_ms(),
+            "rows_in": report.rows_in,
+            "events": report.events,
+            "quarantined": report.quarantined,
+            "unknown": report.unknown,
+            "rows_by_kind": sorted(report.counts.items()),
+            "rows_written": sorted(report.rows_written.items()),
+            "source_partitions": partitions,
+            "offsets_not_seen": report.offsets_not_seen,
+            "keys_folded": sorted(report.keys_folded.items()),
+            "event_time": report.event_time,
+        }
+        writes.append(
+            writes.records_frame(b.spark, "batch_audit", [record]),
+            self.cfg,
+            "batch_audit",
+            query_name=self.query_name,
+            batch_id=b.batch_id,
+        )
+
+
+def _source_key(s: Any) -> str:
+    return f"{s['source_topic']}:{int(s['partition'])}"

@@ -1,0 +1,144 @@
+"""What a micro-batch's DataFrames give the rest of the batch: Spark SQL over the source and
+decoded rows, with only small results reaching the driver.
+
+* :func:`source_stats` -- per source partition: offset range, record count, timestamps;
+* :func:`bronze_frame` -- source rows as ``raw_records`` rows;
+* :func:`plain_commit_frame` -- the ``offset_commits`` rows of the offset commits outside
+  transactions (final as read), which :func:`collect_plain_commits` brings to the driver as
+  Arrow columns for the summary and the append;
+* :func:`light_events` -- every other internal-topic event (group metadata, KIP-848 records, the
+  transaction log, markers, transactional commits), few by nature, as history events;
+* :func:`window_commits` -- the plain commits inside the windows the fold step asks for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from offsetscope.history.batch import Window
+from offsetscope.history.commits import COLUMNS
+from offsetscope.history.events import Event, OffsetCommitEvent
+from offsetscope.history.offsets import COMMITTED
+from offsetscope.pipelines.events import event_from_decoded
+from offsetscope.spark import tables as catalogue
+
+# The light streams: everything but the plain offset commits.
+LIGHT_KINDS = ("group_metadata", "consumer_group", "transaction_log", "control")
+_LIGHT = f"kind IN {LIGHT_KINDS} OR (kind = 'offset_commit' AND is_transactional)"
+
+
+def source_stats(raw: DataFrame) -> list[Any]:
+    """Per source partition: offsets, record count and timestamps of the batch."""
+    return (
+        raw.groupBy("topic", "source_topic", "partition")
+        .agg(
+            F.min("offset").alias("first"),
+            F.max("offset").alias("last"),
+            F.count(F.lit(1)).alias("records"),
+            F.max("timestamp").alias("max_ts"),
+            F.min("timestamp").alias("min_ts"),
+        )
+        .collect()
+    )
+
+
+def bronze_frame(raw: DataFrame, batch_id: int, ingested_at_ms: int) -> DataFrame:
+    """Source rows -> ``raw_records`` rows."""
+    spec = catalogue.spec("raw_records")
+    extra = {
+        "ingest_batch_id": F.lit(batch_id).cast("bigint"),
+        "ingested_at": F.timestamp_millis(F.lit(ingested_at_ms)),
+    }
+    cols = []
+    for c in spec.written_columns:
+        expr = extra[c.name] if c.source is None else F.expr(c.source)
+        cols.append(expr.cast(c.type).alias(c.name))
+    return raw.select(*cols)
+
+
+def plain_commit_frame(
+    decoded: DataFrame, *, read_committed_source: bool, transactional: bool = False
+) -> DataFrame:
+    """``offset_commits`` rows of the offset commits committed as read (timestamps in epoch ms;
+    :func:`offsetscope.spark.writes.ms_table` gives them the table's types on the driver).
+
+    The columns are :func:`offsetscope.history.offsets.plain_row`'s, in Spark SQL.
+
+    Args:
+        decoded: decoded rows.
+        read_committed_source: the rows come from a ``read_committed`` Kafka source.
+        transactional: select the transactional commits instead of the plain ones (their rows
+            are only used to find keys; their status comes from the offsets fold).
+    """
+    how = "read_committed_source" if read_committed_source else "non_transactional"
+    flag = "is_transactional" if transactional else "NOT is_transactional"
+    return decoded.where(f"kind = 'offset_commit' AND {flag}").selectExpr(
+        "offset_commit.`group` AS group_id",
+        "offset_commit.topic AS topic",
+        "offset_commit.`partition` AS `partition`",
+        "CASE WHEN is_tombstone THEN NULL ELSE offset_commit.`offset` END AS `offset`",
+        "coalesce(offset_commit.leader_epoch, -1) AS leader_epoch",
+        "coalesce(offset_commit.metadata, '') AS metadata",
+        "CASE WHEN is_tombstone OR offset_commit.commit_timestamp < 0 THEN NULL "
+        "ELSE offset_commit.commit_timestamp END AS commit_timestamp",
+        "CASE WHEN is_tombstone OR offset_commit.expire_timestamp < 0 THEN NULL "
+        "ELSE offset_commit.expire_timestamp END AS expire_timestamp",
+        "offset_commit.topic_id AS topic_id",
+        "is_tombstone",
+        "`partition` AS record_partition",
+        "`offset` AS record_offset",
+        "`timestamp` AS record_timestamp",
+        "is_transactional AS transactional",
+        "CASE WHEN is_transactional THEN producer_id END AS producer_id",
+        "CASE WHEN is_transactional THEN CAST(producer_epoch AS INT) END AS producer_epoch",
+        f"'{COMMITTED}' AS status",
+        "`timestamp` AS resolved_at",
+        f"CASE WHEN is_tombstone THEN 'tombstone' ELSE '{how}' END AS resolved_by",
+        "`timestamp` AS effective_at",
+    )
+
+
+def collect_plain_commits(decoded: DataFrame, *, read_committed_source: bool) -> pa.Table:
+    """The batch's plain commits on the driver through Arrow (the columns of ``offset_commits``,
+    timestamps in epoch ms: about 150 bytes a commit): the summary reads them, and they are
+    the rows the ``offset_commits`` append writes."""
+    frame = plain_commit_frame(decoded, read_committed_source=read_committed_source)
+    return frame.select(*[f"`{c}`" for c in COLUMNS]).toArrow()
+
+
+def light_events(decoded: DataFrame) -> list[Event]:
+    """The batch's light events, collected as Arrow and turned into history events."""
+    table = decoded.where(_LIGHT).drop("raw_key", "raw_value").toArrow()
+    return [e for row in table.to_pylist() if (e := event_from_decoded(row)) is not None]
+
+
+def window_commits(decoded: DataFrame, windows: set[Window]) -> list[OffsetCommitEvent]:
+    """The batch's plain commits inside ``windows`` (one broadcast join; see
+    :data:`offsetscope.history.batch.Window`)."""
+    wanted = decoded.sparkSession.createDataFrame(
+        sorted(windows, key=lambda w: (w[:5], w[5] is None, w[5] or 0)),
+        "k_partition int, k_group string, k_topic string, k_tp int, k_lo bigint, k_hi bigint",
+    )
+    plain = decoded.where("kind = 'offset_commit' AND NOT is_transactional").join(
+        F.broadcast(wanted),
+        (F.col("partition") == F.col("k_partition"))
+        & (F.col("offset_commit.group") == F.col("k_group"))
+        & (F.col("offset_commit.topic") == F.col("k_topic"))
+        & (F.col("offset_commit.partition") == F.col("k_tp"))
+        & (F.col("offset") > F.col("k_lo"))
+        & (F.col("k_hi").isNull() | (F.col("offset") < F.col("k_hi"))),
+    )
+    columns = [c for c in decoded.columns if c not in ("raw_key", "raw_value")]
+    # A record inside several windows of its key arrives once per window.
+    plain = plain.select(*columns).dropDuplicates(["partition", "offset"])
+    out: list[OffsetCommitEvent] = []
+    for row in plain.toArrow().to_pylist():
+        event = event_from_decoded(row)
+        if not isinstance(event, OffsetCommitEvent):
+            raise TypeError(f"a plain offset commit decoded as {type(event).__name__}")
+        out.append(event)
+    return out

@@ -1,0 +1,307 @@
+"""A micro-batch's table writes: queued while the batch is worked out, then run together.
+
+Each table's writes of a batch run in order (a MERGE and an append of the same day would
+conflict); different tables are independent Delta logs, and most of a small write's time is
+commit latency rather than CPU, so ``[pipeline] write_threads`` of them overlap. Tables with a
+MERGE start first: they take longest (longest-first keeps the last thread from starting the
+slowest table).
+
+**Quality gate.** Before a gold table is written, its great-expectations suite
+(:mod:`offsetscope.quality`) validates the batch's rows, which are on the driver already (fold
+outputs, the collected plain commits), so no Spark job runs for it: the results row is kept,
+failing rows go to ``quality_quarantine`` (``[quality] quarantine_failed_rows``) and the rest is
+what gets written. Gates of different tables run in their tables' threads; great-expectations'
+own step runs one at a time. The results of all the batch's gates are recorded in one append as
+soon as the last gate has passed, while the slower writes finish, and before :meth:`run`
+returns: whoever saves the batch's fold state afterwards knows its results are in.
+
+**Exactly once.** Appends carry ``txnAppId``/``txnVersion``, MERGEs the matching session confs
+(:mod:`offsetscope.spark.writes`); a replayed batch id writes nothing twice. MERGEs that run at
+the same time each get a session of their own, because Delta reads a MERGE's idempotency
+marker from session confs (same SparkContext, own SQL conf).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from offsetscope.clock import Clock
+from offsetscope.config import Config
+from offsetscope.quality import suites as quality_suites
+from offsetscope.quality import tables as qtables
+from offsetscope.quality import validate as quality
+from offsetscope.quality.model import QualityResultRow
+from offsetscope.spark import tables as catalogue
+from offsetscope.spark import writes
+
+# Rows built on the driver, made an Arrow table of the table's written columns when the write
+# runs: converting large fold outputs in the writing thread overlaps the other tables' Delta work.
+RowsSource = Callable[[], pa.Table]
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One table write of a batch.
+
+    ``source`` is a DataFrame of the batch (ungated tables only), or driver rows as a
+    :data:`RowsSource`: the gate checks those without a Spark job, and they become a DataFrame
+    in the session that writes them.
+    """
+
+    logical: str
+    merge: bool
+    source: DataFrame | RowsSource
+    rows: int
+    prune: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class Timings:
+    """Wall seconds per phase of a batch (the report's phases)."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        """Adds the block's wall time to ``phase``."""
+        began = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.monotonic() - began
+
+
+class _Countdown:
+    """Counts events down from ``n``; :meth:`done_one` is true for exactly the last one."""
+
+    def __init__(self, n: int) -> None:
+        self._left = n
+        self._lock = threading.Lock()
+
+    def done_one(self) -> bool:
+        with self._lock:
+            self._left -= 1
+            return self._left == 0
+
+
+class BatchWriter:
+    """The writes of one query's micro-batches; see the module docstring.
+
+    Args:
+        cfg: the configuration (tables, ``[pipeline] write_threads``, ``[quality]``).
+        query_name: the query (idempotency app ids, quarantine rows).
+        clock: the time the quality results are stamped with.
+    """
+
+    def __init__(self, cfg: Config, query_name: str, clock: Clock) -> None:
+        self.cfg = cfg
+        self.query_name = query_name
+        self.clock = clock
+        self._sessions: dict[str, SparkSession] = {}
+        self._sessions_lock = threading.Lock()
+        self._quality_lock = threading.Lock()
+        self._quality_tables_ready = False
+
+    # ------------------------------------------------------------------ queueing
+
+    @staticmethod
+    def append(tasks: list[Write], logical: str, source: DataFrame | RowsSource, rows: int) -> None:
+        """Queue an idempotent append."""
+        tasks.append(Write(logical, False, source, rows))
+
+    @staticmethod
+    def merge_rows(
+        tasks: list[Write], logical: str, rows: Sequence[Any], *, prune_dates: bool = False
+    ) -> None:
+        """Queue a MERGE of fold output rows, restricted to the batch's keys (and days, when
+        the table is partitioned by a date generated from one of its timestamps)."""
+        rows = writes.dedupe_last(rows)
+        if not rows:
+            return
+        spec = catalogue.spec(logical)
+        prune = [writes.in_list(spec.key[0], [getattr(r, spec.key[0]) for r in rows])]
+        if prune_dates and spec.partition_by:
+            column = spec.column(spec.partition_by[0])
+            # The partition column is generated from a timestamp column: CAST(<ts> AS DATE).
+            source = (column.generated or "").removeprefix("CAST(").split(" AS ")[0]
+            if source:
+                prune.append(
+                    writes.in_list(
+                        column.name, [_date(getattr(r, source)) for r in rows], literal="DATE"
+                    )
+                )
+        tasks.append(
+            Write(
+                logical,
+                True,
+                lambda: writes.rows_table(logical, rows),
+                len(rows),
+                tuple(p for p in prune if p is not None),
+            )
+        )
+
+    # ------------------------------------------------------------------ running
+
+    def run(
+        self, spark: SparkSession, batch_id: int, tasks: Sequence[Write], timings: Timings
+    ) -> dict[str, int]:
+        """Run ``tasks``: tables in parallel, each table's writes in order, each gated.
+
+        Returns:
+            Rows written per table.
+        """
+        by_table: dict[str, list[Write]] = defaultdict(list)
+        for task in tasks:
+            by_table[task.logical].append(task)
+        ordered = sorted(by_table.values(), key=lambda ts: not any(t.merge for t in ts))
+        gates = _Countdown(sum(1 for t in tasks if self._validates(t.logical)))
+        results: list[QualityResultRow] = []
+
+        with (
+            timings.timed("writes"),
+            ThreadPoolExecutor(self.cfg.pipeline.write_threads) as pool,
+            ThreadPoolExecutor(1) as results_pool,
+        ):
+            recorded: list[Future[None]] = []
+
+            def gate_passed() -> None:
+                if gates.done_one():
+                    recorded.append(
+                        results_pool.submit(self._record_quality, spark, batch_id, results, timings)
+                    )
+
+            def one_table(ts: list[Write]) -> tuple[str, int]:
+                return self._write_table(spark, batch_id, ts, results, timings, gate_passed)
+
+            written = dict(pool.map(one_table, ordered))
+            for future in recorded:
+                future.result()
+        return written
+
+    def _session_for(self, spark: SparkSession, logical: str) -> SparkSession:
+        with self._sessions_lock:
+            session = self._sessions.get(logical)
+            if session is None:
+                session = spark.newSession()
+                self._sessions[logical] = session
+            return session
+
+    def _write_table(
+        self,
+        spark: SparkSession,
+        batch_id: int,
+        tasks: list[Write],
+        results: list[QualityResultRow],
+        timings: Timings,
+        gate_passed: Callable[[], None],
+    ) -> tuple[str, int]:
+        """One table's writes of the batch, in order, each behind its quality gate."""
+        written = 0
+        for task in tasks:
+            session = self._session_for(spark, task.logical) if task.merge else spark
+            gated = self._validates(task.logical)
+            if isinstance(task.source, DataFrame):
+                # The gated tables are the gold ones, whose rows are on the driver (fold
+                # outputs, the collected commits): a DataFrame here would go unchecked.
+                if gated:
+                    raise TypeError(f"{task.logical} is gated: write it from driver rows")
+                frame = task.source
+            else:
+                rows = task.source()
+                if gated:
+                    rows = self._gate(spark, batch_id, rows, task.logical, results, timings)
+                    gate_passed()
+                frame = writes.table_frame(session, task.logical, rows)
+            with timings.timed(f"{'merge' if task.merge else 'write'} {task.logical}"):
+                if task.merge:
+                    written += writes.merge(
+                        frame,
+                        self.cfg,
+                        task.logical,
+                        query_name=self.query_name,
+                        batch_id=batch_id,
+                        prune=task.prune,
+                    )
+                else:
+                    writes.append(
+                        frame,
+                        self.cfg,
+                        task.logical,
+                        query_name=self.query_name,
+                        batch_id=batch_id,
+                    )
+                    written += task.rows
+        return tasks[0].logical, written
+
+    def _validates(self, logical: str) -> bool:
+        return self.cfg.quality.enabled and logical in quality_suites.TABLES
+
+    def _gate(
+        self,
+        spark: SparkSession,
+        batch_id: int,
+        rows: pa.Table,
+        logical: str,
+        results: list[QualityResultRow],
+        timings: Timings,
+    ) -> pa.Table:
+        """The table's suite on the batch's rows (:func:`offsetscope.quality.validate.
+        validate_table`): failing rows to ``quality_quarantine``, the rest returned."""
+        with timings.timed(f"quality {logical}"):
+            good, failed, result = quality.validate_table(
+                rows, logical, batch_id, settings=self.cfg.quality, clock=self.clock
+            )
+            session = self._session_for(spark, "quality")
+            # The session's confs are shared: one quarantine append at a time.
+            with self._quality_lock:
+                if not self._quality_tables_ready:
+                    qtables.ensure(
+                        session, self.cfg, (qtables.QUALITY_RESULTS, qtables.QUALITY_QUARANTINE)
+                    )
+                    self._quality_tables_ready = True
+                if result.failed_rows:  # rare
+                    ddl = (
+                        f"{catalogue.spec(logical).written_ddl()}, `{quality.FAILED}` array<string>"
+                    )
+                    quality.quarantine(
+                        session,
+                        self.cfg,
+                        result,
+                        session.createDataFrame(failed, ddl),
+                        query_name=self.query_name,
+                    )
+            results.append(result)
+            return good
+
+    def _record_quality(
+        self,
+        spark: SparkSession,
+        batch_id: int,
+        results: list[QualityResultRow],
+        timings: Timings,
+    ) -> None:
+        # All tables' results of the batch in one Delta commit (a replayed batch's append is
+        # skipped by its idempotency marker).
+        with timings.timed("quality results"):
+            quality.record_results(
+                self._session_for(spark, "quality"),
+                self.cfg,
+                results,
+                app_id=writes.app_id(self.query_name, "quality_results", "append"),
+                batch_id=batch_id,
+            )
+
+
+def _date(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).date().isoformat()
