@@ -203,7 +203,9 @@ class StorageConfig:
 
 @dataclass(frozen=True, slots=True)
 class TableNames:
-    """Physical name of every table the pipeline keeps, by its logical name (DESIGN.md).
+    """Physical name of every table the pipeline keeps, by its logical name.
+
+    The logical names are the tables of ``docs/design.md`` ("Tables").
 
     Names are unqualified; ``storage.catalog`` and ``storage.schema`` qualify them.
     """
