@@ -1,7 +1,8 @@
 # Benchmark setup (bench/, `make bench` in the top-level Makefile runs python -m bench.run).
-# Burrow, the side-by-side peer of issue 8, comes from the distribution's `burrow` package,
-# installed by the benchmark's own setup when absent (the package's binary is /usr/bin/Burrow). An install that cannot happen (no apt,
-# no root, no network) does not stop `make bench`: the exact error lines are kept in
+# Burrow, the existing tool offsetscope's throughput is compared with side by side, comes from
+# the distribution's `burrow` package, installed by the benchmark's own setup when absent (the
+# package's binary is /usr/bin/Burrow). An install that cannot happen (no apt, no root, no
+# network) does not stop `make bench`: the exact error lines are kept in
 # .work/bench/burrow/install.log and the Burrow benchmark reports them as its finding.
 BURROW_DIR := .work/bench/burrow
 # `make bench BENCH_ONLY="decode pipeline" BENCH_SCALE=0.01` reaches bench/run.py's options

@@ -1,4 +1,4 @@
-# Reliability (issue 9): hostile input through the pipeline, fuzzing, crash trials.
+# Reliability (docs/reliability.md): hostile input through the pipeline, fuzzing, crash trials.
 CORPUS_RECORDS ?= 100000
 CORPUS_SEED ?= 1
 CORPUS_OUT ?= .work/corpus

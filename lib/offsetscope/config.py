@@ -203,7 +203,9 @@ class StorageConfig:
 
 @dataclass(frozen=True, slots=True)
 class TableNames:
-    """Physical name of every table the pipeline keeps, by its logical name (DESIGN.md).
+    """Physical name of every table the pipeline keeps, by its logical name.
+
+    The logical names are the tables of ``docs/design.md`` ("Tables").
 
     Names are unqualified; ``storage.catalog`` and ``storage.schema`` qualify them.
     """
@@ -690,8 +692,8 @@ class QualityConfig:
     quarantine_failed_rows: bool = True
     # Batches up to this many rows are collected (the checked columns, through Arrow) and
     # validated with great-expectations' pandas engine; larger ones on its Spark engine, one
-    # Spark job per metric. Measured on 2 cores, 1,000,000 offset_commits rows: 4-5 s with
-    # pandas, 14.5 s with Spark on a cached frame (bench/ and docs/benchmarks.md).
+    # Spark job per metric, which costs far more than pandas on rows that fit on the driver
+    # (docs/benchmarks.md, "Measurements behind design choices").
     pandas_max_rows: int = 2_000_000
 
     def __post_init__(self) -> None:

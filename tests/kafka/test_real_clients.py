@@ -5,7 +5,7 @@ Every scenario drives the session broker with :mod:`offsetscope.verify.harness.c
 offsetscope's own reader and decoder (:func:`read_internal_log`), asserting on generations,
 leaders, members, subscriptions and assignments (against what the clients' rebalance callbacks
 saw), commit values, transaction markers and transaction state sequences
-(``kafka-formats.md`` section 8). Names are unique per test; waiting is by condition with a
+(``docs/formats.md`` section 8). Names are unique per test; waiting is by condition with a
 deadline; the pool fixture stops every client a test started.
 """
 

@@ -6,7 +6,8 @@ committed transaction; another that does the same inside an aborted one. Spark t
 internal topics as a batch and as an ``availableNow`` stream with
 ``kafka.isolation.level=read_committed``, and offsetscope's decoder reads what Spark got.
 
-Two facts this pins down (``ecosystem.md`` section 4):
+Two facts this pins down (the first is among the platform facts of ``docs/design.md``, "Real
+components"):
 
 * Since Spark 3.4 the source lists partitions with an AdminClient and drops topics the broker
   marks internal. With ``spark.sql.streaming.kafka.useDeprecatedOffsetFetching=false`` (Spark's

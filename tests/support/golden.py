@@ -1,7 +1,7 @@
 """Hand-built golden records: one line per field, so each byte says what it is.
 
 Shared by the golden, truncation and JSON tests. Builders spell Kafka's primitive encodings
-(kafka-formats.md section 1) by hand rather than calling the library under test.
+(``docs/formats.md`` section 1) by hand rather than calling the library under test.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from offsetscope.sim.coordinator.runtime import GroupCoordinatorRuntime
 
 def test_groups_are_routed_to_their_offsets_partition() -> None:
     ctx = GroupTestContext.builder().build()
-    # kafka-formats.md section 10: my-group -> 12, test-group -> 12, group-id -> 13 (of 50).
+    # docs/formats.md section 10: my-group -> 12, test-group -> 12, group-id -> 13 (of 50).
     assert [ctx.runtime.partition_for(g) for g in ["my-group", "test-group", "group-id"]] == [
         12,
         12,

@@ -1,4 +1,4 @@
-"""Kafka's own formatter outputs, asserted verbatim (kafka-formats.md section 9).
+"""Kafka's own formatter outputs, asserted verbatim (``docs/formats.md`` section 9).
 
 The expected strings are the ones Kafka's unit tests assert for ``OffsetsMessageFormatter``,
 ``GroupMetadataMessageFormatter``, ``TransactionLogMessageFormatter`` and ``DumpLogSegments``;

@@ -1,4 +1,4 @@
-"""Control record keys and transaction markers (``kafka-formats.md`` section 6)."""
+"""Control record keys and transaction markers (``docs/formats.md`` section 6)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Golden bytes for the log format: hand-built batches and messages, and public test vectors.
 
-Each hand-built example spells out one field per line (``kafka-formats.md`` sections 6, 7 and 12)
+Each hand-built example spells out one field per line (``docs/formats.md`` sections 6, 7 and 12)
 and is checked both ways: decoding gives the field values, encoding the same inputs gives the
 same bytes. The public vectors (section 11) are typed in from their published values: IBM/sarama
 ``record_test.go`` and ``control_record_test.go``, dpkp/kafka-python ``test/record`` (real
@@ -163,7 +163,7 @@ def test_control_batch_commit_marker() -> None:
 
 
 def test_worked_example_tombstone_record_body() -> None:
-    # kafka-formats.md section 12: offsetDelta 0, timestampDelta 0, key "k", null value.
+    # docs/formats.md section 12: offsetDelta 0, timestampDelta 0, key "k", null value.
     record = b"".join(
         [
             H("0e"),  # length 7

@@ -1,5 +1,5 @@
 """The small files next to segments: ``.index``, ``.timeindex``, ``.txnindex``, ``.snapshot``,
-``leader-epoch-checkpoint`` and ``partition.metadata`` (``kafka-formats.md`` 7.1 and 7.7).
+``leader-epoch-checkpoint`` and ``partition.metadata`` (``docs/formats.md`` sections 7.1 and 7.7).
 """
 
 from __future__ import annotations

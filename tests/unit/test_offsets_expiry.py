@@ -1,4 +1,4 @@
-"""Offset retention and the periodic expiry job (kafka-formats.md 8.2), and OffsetDelete."""
+"""Offset retention, the periodic expiry job and OffsetDelete (``docs/formats.md`` section 8.2)."""
 
 from __future__ import annotations
 

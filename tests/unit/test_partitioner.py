@@ -1,4 +1,4 @@
-"""Kafka's partitioning of group and transactional ids (kafka-formats.md section 10)."""
+"""Kafka's partitioning of group and transactional ids (``docs/formats.md`` section 10)."""
 
 from __future__ import annotations
 

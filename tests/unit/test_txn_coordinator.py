@@ -459,7 +459,7 @@ def test_add_offsets_adds_the_groups_offsets_partition() -> None:
     ctx = Ctx()
     ctx.init()
     result = ctx.coord.add_offsets_to_txn("txn", 0, 0, "my-group")
-    # partition_for("my-group", 50) == 12 (kafka-formats.md section 10)
+    # partition_for("my-group", 50) == 12 (docs/formats.md section 10)
     assert result.response.partitions == (TopicPartition("__consumer_offsets", 12),)
     written = ctx.written(result)
     assert written[0]["transactionPartitions"] == [

@@ -1,4 +1,4 @@
-"""Alert rules over the history tables, the ``alerts`` table, and notifiers (issue 7).
+"""Alert rules over the history tables, the ``alerts`` table, and notifiers.
 
 * :mod:`.model` -- an alert row, its deterministic id and life cycle (open -> resolved);
 * :mod:`.episodes` -- when a windowed condition holds, found exactly at its change points;

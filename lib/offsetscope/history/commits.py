@@ -12,11 +12,11 @@ OffsetCommit record, tombstones included. Output, for the batch step
 * per (group, topic, partition), the position for lag: the latest record of any kind by
   ``(effective_at, record_offset)``; a tombstone's position has no offset (removed).
 
-"Live" is a commit that is not a tombstone. Every choice is a per-key arg-min or arg-max, done
-with one ``numpy.lexsort`` each over the candidate rows (keys as dictionary codes), so the cost
-is a few sorts of the batch and no Python object per commit. A Spark ``groupBy`` with ``min_by``
-/ ``max_by`` over row structs computes the same, but the structs force a sort-based aggregate
-(``docs/benchmarks.md`` has the comparison).
+"Live" is a commit that is not a tombstone. Every choice is a per-key arg-min or arg-max, done with
+one ``numpy.lexsort`` each over the candidate rows (keys as dictionary codes), so the cost is a few
+sorts of the batch and no Python object per commit. A Spark ``groupBy`` with ``min_by`` / ``max_by``
+over row structs computes the same, but the structs force a sort-based aggregate
+(``docs/benchmarks.md``, "Measurements behind design choices", has the comparison).
 
 :func:`commit_table` is the inverse view for in-memory callers: ``OffsetCommitRow`` objects as
 such a table.

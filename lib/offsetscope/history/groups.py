@@ -5,7 +5,7 @@ Input, per group id, in log order: classic ``GroupMetadataEvent`` (record type 2
 skipped), and the group's ``OffsetCommitRow`` outputs of :mod:`offsetscope.history.offsets`
 (only for "last commit" and topic-id names; their order does not matter).
 
-What the records say, and what this fold inverts (kafka-formats.md sections 3.3, 3.4, 8.1, 8.4):
+What the records say, and what this fold inverts (``docs/formats.md`` sections 3.3, 3.4, 8.1, 8.4):
 
 * Classic groups persist a GroupMetadata record only when the leader's SyncGroup stores the
   assignment (members, generation already bumped, ``currentStateTimestamp`` = time the group
@@ -109,7 +109,7 @@ _LIVE_KINDS = (CLASSIC, KIP848)
 
 # KIP-848 record types this fold reads; the others (share 9-15, streams 17-24) are other kinds.
 CONSUMER_GROUP_TYPES = frozenset({3, 4, 5, 6, 7, 8, 16})
-_STABLE_MEMBER = 0  # MemberState.STABLE (kafka-formats.md section 3.8)
+_STABLE_MEMBER = 0  # MemberState.STABLE (docs/formats.md section 3.8)
 
 _C = ClassicGroupState
 _K = ConsumerGroupState

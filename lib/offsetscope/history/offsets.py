@@ -1,7 +1,7 @@
 """Offset-commit fold: one ``__consumer_offsets`` partition's commits, with transactions resolved.
 
 Input: the partition's ``OffsetCommitEvent`` and ``ControlEvent`` in log order (other events are
-ignored). Kafka's rules (kafka-formats.md sections 3.2, 3.8b, 8.2, 8.3), which this fold replays:
+ignored). Kafka's rules (``docs/formats.md`` sections 3.2, 3.8b, 8.2, 8.3), which this fold replays:
 
 * a non-transactional commit is the group's offset at once (``effective_at`` = record time);
 * a commit in a transactional batch is *pending* for its producer id until a control record of

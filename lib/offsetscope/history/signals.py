@@ -1,9 +1,9 @@
 """Counts the alert rules need, as pure functions over fold states and output rows.
 
-The alerts engine (issue 7) calls these with rows read back from the gold tables (or straight
-from a batch's fold outputs) and a time ``as_of``; nothing here reads a clock. Windows are
-half-open, ``(start, end]``, so a rebalance at exactly ``as_of`` counts and one at exactly
-``as_of - window`` does not.
+The alerts engine (:mod:`offsetscope.alerts`) calls these with rows read back from the gold
+tables (or straight from a batch's fold outputs) and a time ``as_of``; nothing here reads a
+clock. Windows are half-open, ``(start, end]``, so a rebalance at exactly ``as_of`` counts and
+one at exactly ``as_of - window`` does not.
 
 * rebalance storm: :func:`rebalance_times` / :func:`rebalances_between` -- one entry per
   rebalance; a row whose generation jumped by k stands for k rebalances (the ones in between

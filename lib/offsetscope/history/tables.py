@@ -485,8 +485,9 @@ _PLANS: dict[type, _Plan] = {}
 def _record_plan(row_type: type) -> _Plan:
     """Per column of ``row_type``'s table: its name and parsed type (None: a scalar).
 
-    Parsed once per row type: a lag batch converts millions of rows, and parsing each column's
-    DDL per row cost 24 us a row (measured, 17 columns).
+    Parsed once per row type: a lag batch converts millions of rows, and parsing each column's DDL
+    per row would add that parse to every one of them (``docs/benchmarks.md``, "Measurements behind
+    design choices").
     """
     plan = _PLANS.get(row_type)
     if plan is None:

@@ -1,7 +1,7 @@
 """Transaction fold: one transactional id's ``__transaction_state`` records -> transactions.
 
 Input: the id's ``TransactionLogEvent`` records in log order (one record per state change,
-kafka-formats.md sections 5 and 8.5)::
+``docs/formats.md`` sections 5 and 8.5)::
 
     InitProducerId                 Empty            epoch + 1 (new producer id when exhausted)
     AddPartitions / AddOffsets     Ongoing          cumulative partitions; start = first add

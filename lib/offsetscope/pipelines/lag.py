@@ -181,10 +181,10 @@ def partition_key(topic: str, partition: int) -> str:
 class PartitionPositions:
     """Every group's position on one data partition, column by column, in group-id order.
 
-    Column-wise because a partition can hold the positions of every group in the cluster
-    (100,000 groups x 20 partitions is 2,000,000 positions, loaded and saved every batch that
-    samples them): a ``Position`` object per group and a JSON object per group cost seconds
-    where four lists cost milliseconds.
+    Column-wise because a partition can hold the positions of every group in the cluster (100,000
+    groups x 20 partitions is 2,000,000 positions, loaded and saved every batch that samples them):
+    a ``Position`` object and a JSON object per group made lag the largest cost of a batch with many
+    groups, four lists do not (``docs/benchmarks.md``, "Measurements behind design choices").
     """
 
     groups: tuple[str, ...] = ()

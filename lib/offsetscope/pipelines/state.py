@@ -51,8 +51,9 @@ def load(
         cfg: table names.
         wanted: per fold, the keys this batch touches.
     """
-    # One SQL expression, parsed once by the JVM: Column.isin sends every key through py4j on
-    # its own (seconds for the 10,000 groups of a large batch).
+    # One SQL expression, parsed once by the JVM: Column.isin sends every key through py4j on its
+    # own, a round trip per key of a large batch (docs/benchmarks.md, "Measurements behind design
+    # choices").
     predicates = [
         f"(fold = {writes.sql_literal(fold)} AND key IN ({', '.join(map(writes.sql_literal, ks))}))"
         for fold, keys in wanted.items()

@@ -63,9 +63,9 @@ def safe_be(
 
 _STRING: Final = pa.string()
 _INLINE: Final = 12  # Arrow's binary view keeps values of up to 12 bytes inside the view
-# Below this many bytes per value on average, copying byte by byte is cheaper than describing
-# each value as a view (measured: 1,000,000 values of 10 bytes 0.20 s gathered, 0.25 s as
-# views; of 30 bytes 0.50 s gathered, 0.05 s as views).
+# Below this many bytes per value on average, copying byte by byte is cheaper than describing each
+# value as a view; above it the views win by far (docs/benchmarks.md, "Measurements behind design
+# choices").
 _VIEW_MIN_MEAN: Final = 16
 
 

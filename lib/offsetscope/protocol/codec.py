@@ -5,9 +5,9 @@ This is Kafka's ``CoordinatorRecordSerde`` in both directions::
     key   = int16 record_type | key message (version 0, non-flexible)
     value = int16 version     | value message at that version   -- or null: a tombstone
 
-Policy (``DESIGN.md``, convention 3): an unknown record type, or a value version the type's
-schema does not define, is not an error -- it yields an :class:`UnknownRecord` with the raw bytes
-(Kafka logs and skips such records). Malformed bytes raise a
+Policy (``docs/design.md``, "Conventions"): an unknown record type, or a value version the
+type's schema does not define, is not an error -- it yields an :class:`UnknownRecord` with the
+raw bytes (Kafka logs and skips such records). Malformed bytes raise a
 :class:`~offsetscope.protocol.errors.DecodeError` whose path starts with ``key`` or ``value``
 and whose offset is relative to that buffer.
 """

@@ -11,7 +11,7 @@ member carries subscriptions too). Both are version-prefixed and never flexible:
     Assignment   v0-3 = int16 version | AssignedPartitions [] {Topic, Partitions []int32} |
                         UserData bytes?
 
-Quirks (kafka-formats.md section 4.1): a version newer than 3 is read with the v3 layout and its
+Quirks (``docs/formats.md`` section 4.1): a version newer than 3 is read with the v3 layout and its
 trailing bytes ignored (new versions may only append); a zero-length assignment (a member the
 leader did not assign) has no version prefix at all; librdkafka writes an empty, not null,
 UserData; the old sarama-cluster wrote "v1" subscriptions without OwnedPartitions, which Kafka

@@ -69,9 +69,10 @@ def dump_log_bytes(
 ) -> Iterator[bytes]:
     """DumpLogSegments' output for one segment file, as UTF-8 blocks of whole lines.
 
-    Bytes, because the text is assembled in Arrow buffers, which are UTF-8 already: a busy
-    segment prints hundreds of megabytes, and decoding them into ``str`` only for the output
-    stream to encode them again would cost as much as a third of the rendering.
+    Bytes, because the text is assembled in Arrow buffers, which are UTF-8 already: a busy segment
+    prints hundreds of megabytes, and decoding them into ``str`` only for the output stream to
+    encode them again would add a large share to the rendering (``docs/benchmarks.md``,
+    "Measurements behind design choices").
 
     Args:
         path: the ``.log`` file.

@@ -5,9 +5,10 @@ Every :class:`DecodeError` carries the *field path* where decoding failed
 the buffer being decoded, as attributes, so the pipeline can put them in the quarantine table
 and the CLI can print them.
 
-Two policies sit on top (see ``DESIGN.md``): an unknown record type is not an error for the
-pipeline (Kafka logs and skips it; we keep it as an ``unknown`` row), every other subclass here
-sends the record to quarantine. Infrastructure errors (I/O, Delta) never derive from this class.
+Two policies sit on top (``docs/design.md``, "Conventions"): an unknown record type is not an
+error for the pipeline (Kafka logs and skips it; we keep it as an ``unknown`` row), every other
+subclass here sends the record to quarantine. Infrastructure errors (I/O, Delta) never derive
+from this class.
 """
 
 from __future__ import annotations

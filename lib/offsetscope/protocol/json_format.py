@@ -1,6 +1,6 @@
 """Kafka's JSON renderings of coordinator records, field for field.
 
-Two shapes exist in Kafka 4.4 (``../shared/reference/kafka-formats.md`` section 9):
+Two shapes exist in Kafka 4.4 (``docs/formats.md`` section 9):
 
 * the console formatters (``OffsetsMessageFormatter``, ``TransactionLogMessageFormatter`` ...)::
 

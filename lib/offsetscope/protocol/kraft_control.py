@@ -3,7 +3,7 @@
 Mirrors ``clients/src/main/resources/common/message/{LeaderChangeMessage,SnapshotHeaderRecord,
 SnapshotFooterRecord,KRaftVersionRecord,VotersRecord}.json``. Unlike coordinator values these are
 *not* version-prefixed: each is a flexible message encoded at version 0 whose first field is an
-int16 ``Version`` (kafka-formats.md section 6). They appear in ``__cluster_metadata`` and KRaft
+int16 ``Version`` (``docs/formats.md`` section 6). They appear in ``__cluster_metadata`` and KRaft
 snapshots, not in the internal topics this project reads, but a log-format decoder meets them.
 """
 

@@ -1,6 +1,6 @@
 """Decoded coordinator records: the typed result of reading one internal-topic record.
 
-Framing (Kafka ``CoordinatorRecordSerde``, ``../shared/reference/kafka-formats.md`` section 2)::
+Framing (Kafka ``CoordinatorRecordSerde``, ``docs/formats.md`` section 2)::
 
     key   = int16 record_type | key body (always non-flexible, key layout version 0)
     value = int16 version     | value body at that version        (or null = tombstone)

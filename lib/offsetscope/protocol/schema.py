@@ -7,7 +7,7 @@ A :class:`Message` mirrors one of Kafka's JSON message specs (``validVersions``,
 source code from the table, so the hot path never walks the table per record. The tables stay the
 single source of truth: the JSON formatter, the Spark schema and the tests read them too.
 
-Encodings (``../shared/reference/kafka-formats.md`` section 1)::
+Encodings (``docs/formats.md`` section 1)::
 
     int8/16/32/64, uint16   big-endian two's complement (uint16 unsigned)
     bool                    1 byte, non-zero = true

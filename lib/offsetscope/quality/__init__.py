@@ -1,4 +1,4 @@
-"""Data-quality gates: great-expectations suites written in code, one per table (issue 7).
+"""Data-quality gates: great-expectations suites written in code, one per table.
 
 * :mod:`.suites` -- each table's checks as data, and the great-expectations suite built from them;
 * :mod:`.validate` -- ``validate(df, table, batch_id) -> (good_df, failed_df, results_row)``;

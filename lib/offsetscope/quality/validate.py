@@ -20,15 +20,14 @@
   suite) runs one call at a time; the Spark work around it -- hashing the rows, collecting a
   small batch, splitting off the failed rows -- runs in the caller's thread, so a pipeline's
   gates on different tables overlap in Spark.
-* Engine: a batch of at most ``[quality] pandas_max_rows`` rows (the gold tables' micro-batches
-  are fold outputs built on the driver anyway) is collected through Arrow -- only the columns
-  the suite reads, plus ``_row`` -- and validated with great-expectations' pandas engine; larger
-  batches run on its Spark engine, where each metric is a Spark job. Measured on this project's
-  2-core machine: 6 expectations over 1,000 rows, ~0.2-0.4 s with pandas and 5-9 s with Spark;
-  the offset_commits suite over 1,000,000 rows, about 4.5 s with pandas (1.3 s of it the
-  collect) and 14.5 s with Spark on a cached frame. Rows that are on the driver already (fold
-  outputs as Arrow) skip Spark altogether: :func:`validate_table` runs the same suite on the
-  pandas engine, ``_row`` being the row's position, and splits them with a filter.
+* Engine: a batch of at most ``[quality] pandas_max_rows`` rows (the gold tables' micro-batches are
+  fold outputs built on the driver anyway) is collected through Arrow -- only the columns the suite
+  reads, plus ``_row`` -- and validated with great-expectations' pandas engine; larger batches run
+  on its Spark engine, where each metric is a Spark job. A Spark job per metric costs far more than
+  the pandas engine on rows that fit on the driver, collect included (``docs/benchmarks.md``,
+  "Measurements behind design choices"). Rows that are on the driver already (fold outputs as Arrow)
+  skip Spark altogether: :func:`validate_table` runs the same suite on the pandas engine, ``_row``
+  being the row's position, and splits them with a filter.
 * A failing suite is data, not an error: it is in the results row (and raises a ``quality``
   alert, :mod:`offsetscope.alerts.rules`), its rows go to quarantine; an expectation that raised
   inside great-expectations counts as failed with its error in the results. Spark failures
@@ -98,10 +97,10 @@ def _batch_definitions() -> dict[str, Any]:
 def warm_up() -> threading.Thread:
     """Build the process's great-expectations context in a background thread and return it.
 
-    Importing great-expectations and setting up its context takes seconds (about 7 s of each
-    gate of a query's first micro-batch on this project's 2-core machine, all of them waiting
-    for it); a query starts this when it starts, so the import overlaps the table checks and
-    the stream's start. A failure is not hidden: the thread's exception is reported by
+    Importing great-expectations and setting up its context takes seconds, and every gate of a
+    query's first micro-batch would wait for it (``docs/benchmarks.md``, "Measurements behind design
+    choices"); a query starts this when it starts, so the import overlaps the table checks and the
+    stream's start. A failure is not hidden: the thread's exception is reported by
     ``threading.excepthook``, and the first gate builds the context again and raises it.
     """
     thread = threading.Thread(target=_batch_definitions, name="offsetscope-gx-warm-up", daemon=True)
@@ -112,10 +111,10 @@ def warm_up() -> threading.Thread:
 def with_row_ids(df: DataFrame) -> DataFrame:
     """``df`` plus ``_row``: a hash of each row's content (stable across recomputation).
 
-    The columns are hashed as they are (hashing the row's JSON instead cost 3.6 s per
-    1,000,000 rows, measured), except that Spark cannot hash a map, so a column holding one is
-    hashed as its JSON. Spark's hash skips null values, so (null, 5) and (5, null) would hash
-    alike: the null pattern is hashed with them.
+    The columns are hashed as they are (hashing the row's JSON instead adds a JSON serialisation of
+    every row: ``docs/benchmarks.md``, "Measurements behind design choices"), except that Spark
+    cannot hash a map, so a column holding one is hashed as its JSON. Spark's hash skips null
+    values, so (null, 5) and (5, null) would hash alike: the null pattern is hashed with them.
     """
     fields = df.schema.fields
     nulls = F.concat(
@@ -179,7 +178,8 @@ def _run_suite(
     # One Spark job for a small batch: fetch up to one row more than the pandas engine takes,
     # which both counts the batch and, when it fits, is the batch.
     # Through Arrow: a plain ``toPandas`` (the session does not enable Arrow conversion)
-    # pickles every row -- 22 s of a 26 s collect for 1,000,000 rows, measured.
+    # pickles every row, which is most of the collect's time (docs/benchmarks.md,
+    # "Measurements behind design choices").
     head = frame.limit(pandas_max_rows + 1).toArrow().to_pandas()
     if len(head) <= pandas_max_rows:
         return _evaluate("pandas", head, table, checks, timestamps), len(head)

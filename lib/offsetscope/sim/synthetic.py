@@ -10,7 +10,7 @@ producers, with records built by the protocol's encoders and laid out by its par
     <root>/__transaction_state-<p>/  Empty -> Ongoing (+partitions) -> Prepare* -> Complete*
     <root>/<data topic>-<p>/         plain batches and transactional ones with their markers
 
-What Kafka does and this mirrors (``kafka-formats.md`` sections 3, 5, 8): a classic group stores
+What Kafka does and this mirrors (``docs/formats.md`` sections 3, 5, 8): a classic group stores
 a GroupMetadata record when the leader's SyncGroup completes (generation already bumped,
 ``currentStateTimestamp`` = when the group entered CompletingRebalance); each OffsetCommit
 request writes one batch with a record per partition; a transactional producer's offsets are

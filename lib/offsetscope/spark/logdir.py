@@ -3,7 +3,7 @@
 Pure Python (pyarrow, numpy, the protocol's log reader); the Spark data source in
 :mod:`offsetscope.spark.sources` calls it on the driver (offsets) and on executors (records).
 
-Layout read (``kafka-formats.md`` section 7)::
+Layout read (``docs/formats.md`` section 7)::
 
     <log_dir>/<topic>-<partition>/00000000000000000000.log      batches, back to back
                                  /00000000000000000000.index    int32 relativeOffset | int32 position

@@ -7,7 +7,8 @@ is resolved through Ivy (``spark.jars.packages``) at session start, so a session
 with or without network. An empty ``jars_dir`` means the platform provides Delta and the Kafka
 source itself (Databricks).
 
-Settings this module always applies (``ecosystem.md`` sections 2, 4 and 6):
+Settings this module always applies (the platform facts behind them: ``docs/design.md``, "Real
+components"):
 
 * Delta: ``spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension`` and
   ``spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog``.

@@ -1,6 +1,6 @@
 """Every Delta table of the pipeline in one place: name, columns, key, layout, properties.
 
-Layers (``DESIGN.md``, tables)::
+Layers (``docs/design.md``, "Tables")::
 
     bronze  raw_records                 one internal-topic record as read, bytes kept
     silver  group_metadata_events       one decoded record of one kind, flattened from the

@@ -21,7 +21,7 @@ timestamps cover the years 1 to 9999 only, so values outside that range are stor
 column, as the nearest end of the range (0001-01-01 / 9999-12-31, values no real record
 carries) -- the raw bytes stay in ``raw_records`` -- rather than failing the batch with an
 overflow or a NOT NULL violation. Errors are not caught here: a failed write fails the batch
-and the query (``DESIGN.md``: infrastructure errors are never swallowed).
+and the query (``docs/design.md``, "Conventions": infrastructure errors are never swallowed).
 """
 
 from __future__ import annotations

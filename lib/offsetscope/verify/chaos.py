@@ -1,9 +1,10 @@
 """Crash trials of the ingest driver: SIGKILL at seeded moments, restart, compare every table.
 
-The pipeline's exactly-once promise (issue 6, ``DESIGN.md``): a driver killed at any moment and
-restarted from its checkpoint ends with the same rows as a run that was never interrupted --
-Delta writes are idempotent per (app id, batch id), MERGEs re-run on a replayed batch match the
-rows they wrote, the fold state is saved after the table writes and the audit row last.
+The pipeline's exactly-once promise (``docs/reliability.md``, "Driver crashes"): a driver
+killed at any moment and restarted from its checkpoint ends with the same rows as a run that was
+never interrupted -- Delta writes are idempotent per (app id, batch id), MERGEs re-run on a
+replayed batch match the rows they wrote, the fold state is saved after the table writes and the
+audit row last.
 
 Trials run in chains, to spend the machine on kills rather than on JVM starts. One chain::
 

@@ -1,9 +1,9 @@
 """A hostile corpus of internal-topic records: seeded, reproducible, every record labelled.
 
-The pipeline promises (issue 9, ``DESIGN.md``) that bad bytes never crash it, never make it
-allocate without bound, and are never lost: per micro-batch ``records in = events +
-quarantined + unknown``, and every quarantined row names its error class, field path and byte
-offset. This module makes the bytes that put that promise to the test.
+The pipeline promises (``docs/reliability.md``, "Hostile and corrupt records") that bad bytes
+never crash it, never make it allocate without bound, and are never lost: per micro-batch
+``records in = events + quarantined + unknown``, and every quarantined row names its error class,
+field path and byte offset. This module makes the bytes that put that promise to the test.
 
 **Seeds.** Real records from the scenario engine's logs (the bundled coordinators write exactly
 what Kafka writes: offset commits, group metadata with consumer-protocol blobs, tombstones,

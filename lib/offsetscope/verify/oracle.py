@@ -33,7 +33,7 @@ Offsetscope's side is built from :func:`offsetscope.protocol.log.read_segment` a
 not by parsing offsetscope's own DumpLogSegments text, so the comparison checks the decoder, not
 a formatter against itself.
 
-Normalised, because it is documented to differ by tool version (``kafka-formats.md`` section
+Normalised, because it is documented to differ by tool version (``docs/formats.md`` section
 9.1): ``transactionStatus`` is a number before Kafka 4.4 and a state name from 4.4
 (KAFKA-20712); when the tools jar is older than 4.4 the number is mapped to its name. Nothing
 else is normalised.

@@ -1,6 +1,6 @@
 """Kafka's log format: record batches, legacy message sets, segment files and their indexes.
 
-Everything a Kafka broker writes under ``<log.dir>/<topic>-<partition>/`` (``kafka-formats.md``
+Everything a Kafka broker writes under ``<log.dir>/<topic>-<partition>/`` (``docs/formats.md``
 sections 6 and 7), read and written byte for byte:
 
 * :mod:`.batch` RecordBatch magic 2 (61-byte header, CRC-32C, zigzag-varint records);

@@ -1,6 +1,6 @@
 """RecordBatch magic 2: decode and encode, byte-identical to Kafka's ``DefaultRecordBatch``.
 
-Wire layout (``kafka-formats.md`` sections 7.3 and 7.4; all integers big-endian)::
+Wire layout (``docs/formats.md`` sections 7.3 and 7.4; all integers big-endian)::
 
     offset size field
          0    8 baseOffset            int64

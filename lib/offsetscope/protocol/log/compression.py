@@ -1,7 +1,7 @@
 """Record-set compression as Kafka writes and reads it (codecs 1 to 4 of the batch attributes).
 
 Compression wraps only the records section of a v2 batch (bytes 61..end) or the value of a
-legacy wrapper message (``kafka-formats.md`` section 7.3/7.5). Kafka's Java side fixes the exact
+legacy wrapper message (``docs/formats.md`` section 7.3/7.5). Kafka's Java side fixes the exact
 bytes, and this module reproduces them:
 
 ``gzip``   ``java.util.zip.GZIPOutputStream`` (Kafka ``GzipCompression``): a 10-byte header

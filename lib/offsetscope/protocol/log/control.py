@@ -1,6 +1,6 @@
 """Control records: the key of every record in a control batch, and transaction markers.
 
-Mirrors Kafka's ``ControlRecordType`` and ``EndTransactionMarker`` (``kafka-formats.md``
+Mirrors Kafka's ``ControlRecordType`` and ``EndTransactionMarker`` (``docs/formats.md``
 section 6). A control batch is a v2 batch with attribute bit 5 set; each of its records has::
 
     key   = int16 version (0; Kafka reads higher versions as 0, rejects negative ones)

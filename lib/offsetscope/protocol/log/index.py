@@ -1,4 +1,6 @@
-"""Index-type files of a segment and the producer-state snapshot (``kafka-formats.md`` 7.7).
+"""Index-type files of a segment and the producer-state snapshot.
+
+Layouts: ``docs/formats.md`` section 7.7.
 
 ::
 

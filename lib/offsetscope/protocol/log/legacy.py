@@ -1,7 +1,7 @@
 """Legacy message sets, magic 0 and 1 (``LegacyRecord``, ``AbstractLegacyRecordBatch``).
 
 Written by Kafka up to 0.10.x; they survive in old compacted logs. Entry layout
-(``kafka-formats.md`` section 7.5)::
+(``docs/formats.md`` section 7.5)::
 
     int64 offset | int32 messageSize | message:
         uint32 crc          CRC-32 (IEEE, zlib) of magic .. end of message

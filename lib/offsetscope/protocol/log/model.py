@@ -5,7 +5,7 @@ or, for magic 0 and 1, one shallow message (an uncompressed message, or a compre
 whose inner messages become the batch's records). Both know their byte ``position`` and ``size``
 in the file, as ``kafka-dump-log.sh`` prints them.
 
-Attribute bits of a v2 batch (``kafka-formats.md`` section 7.3)::
+Attribute bits of a v2 batch (``docs/formats.md`` section 7.3)::
 
     bits 0-2 compression | bit 3 timestamp type | bit 4 transactional | bit 5 control
     bit 6 delete horizon (baseTimestamp holds it) | bits 7-15 unused

@@ -1,6 +1,6 @@
 """Iterate the batches of a buffer, a ``.log`` segment file or a partition directory.
 
-Framing is the same for every magic (``kafka-formats.md`` section 7.2, Kafka's
+Framing is the same for every magic (``docs/formats.md`` section 7.2, Kafka's
 ``FileLogInputStream``): ``int64 offset, int32 length``, the magic byte at position 16, and
 ``12 + length`` bytes per batch. A length below 14 (the smallest legacy message) is corrupt.
 

@@ -1,6 +1,6 @@
 """Zigzag varints of the v2 record format (Kafka ``ByteUtils.readVarint`` / ``readVarlong``).
 
-Wire layout (``kafka-formats.md`` section 7.4)::
+Wire layout (``docs/formats.md`` section 7.4)::
 
     zigzag(n) = (n << 1) ^ (n >> 63)      then LEB128: 7 data bits per byte, low group first,
                                            high bit set = "more bytes follow"

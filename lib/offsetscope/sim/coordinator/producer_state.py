@@ -162,7 +162,7 @@ class MarkerResult:
 
 @dataclass(frozen=True, slots=True)
 class ProducerSnapshotEntry:
-    """One entry of a ``.snapshot`` file (kafka-formats.md 7.7)."""
+    """One entry of a ``.snapshot`` file (``docs/formats.md`` section 7.7)."""
 
     producer_id: int
     producer_epoch: int

@@ -2,7 +2,7 @@
 
 Kafka's ``CoordinatorRuntime`` runs one state machine (shard) per ``__consumer_offsets``
 partition; a request goes to the shard of ``partition_for(group_id)`` (FindCoordinator,
-``../shared/reference/kafka-formats.md`` section 10) and every write operation is::
+``docs/formats.md`` section 10) and every write operation is::
 
     result = handler(state)                  # pure: records + changes + response
     batch  = log.append(result.records)      # one batch per operation, CREATE_TIME = now
@@ -61,7 +61,7 @@ from offsetscope.sim.coordinator.producer_state import AppendOrigin, MarkerResul
 T = TypeVar("T")
 
 # Control record key (int16 version 0, int16 type), read back when a log is loaded
-# (kafka-formats.md section 6); markers are written by the partition leader.
+# (docs/formats.md section 6); markers are written by the partition leader.
 _CONTROL_KEY = struct.Struct(">hh")
 ABORT_MARKER_TYPE = 0
 COMMIT_MARKER_TYPE = 1

@@ -758,7 +758,8 @@ class Broker:
     def _java(
         self, cp: str, main_class: str, *args: str, log4j: Path | str, short_lived: bool = False
     ) -> list[str]:
-        # A one-shot tool spends its life starting up; C1-only compilation starts ~25% faster.
+        # A one-shot tool spends its life starting up, and C1-only compilation starts faster
+        # (docs/benchmarks.md, "Measurements behind design choices").
         jit = ["-XX:TieredStopAtLevel=1"] if short_lived else []
         return [
             java_executable(),

@@ -4,7 +4,7 @@ Tests, the DumpLogSegments oracle and the fidelity runner use these to make a re
 broker write its internal topics, then read what it wrote with offsetscope. What each client
 does is what a production application does; what it *observed* (rebalance callbacks, the
 generation and member id librdkafka reports, commits, errors) is recorded so it can be set
-against what the coordinator persisted (``kafka-formats.md`` section 8).
+against what the coordinator persisted (``docs/formats.md`` section 8).
 
 Consumers (:class:`ConsumerMember`): one member of one group, with its own poll loop
 

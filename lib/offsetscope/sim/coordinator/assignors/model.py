@@ -2,9 +2,9 @@
 
 They mirror ``org.apache.kafka.clients.consumer.ConsumerPartitionAssignor`` (Kafka 4.4): what one
 member sent in its JoinGroup metadata for the selected protocol (``Subscription``, the decoded
-``ConsumerProtocolSubscription`` v0-v3 of kafka-formats section 4.1), what the leader hands back
-through SyncGroup (``Assignment``, the decoded ``ConsumerProtocolAssignment``), the cluster
-metadata the leader sees (``ClusterMetadata``: partition counts and, for the rack-aware
+``ConsumerProtocolSubscription`` v0-v3 of ``docs/formats.md`` section 4.1), what the leader
+hands back through SyncGroup (``Assignment``, the decoded ``ConsumerProtocolAssignment``), the
+cluster metadata the leader sees (``ClusterMetadata``: partition counts and, for the rack-aware
 variants of KIP-881, the rack of every replica) and the rebalance protocols of KIP-429.
 
 Member ids, topics and racks are plain ``str``; where Kafka compares or hashes them it does so as

@@ -7,17 +7,17 @@ protocol vote and ``group.max.size``; SyncGroup with the stored assignment and p
 expiry; Heartbeat, LeaveGroup (single and batch), static membership (replacement without a
 rebalance, fencing), DeleteGroups, ListGroups/DescribeGroups; OffsetCommit, TxnOffsetCommit,
 OffsetFetch, OffsetDelete and the periodic expiry job. Records and their timing follow
-``../shared/reference/kafka-formats.md`` sections 8.1-8.3.
+``docs/formats.md`` sections 8.1-8.3.
 
-Event-sourced, as convention 7 asks: every handler is a function of the current state that
-returns a :class:`GroupResult` -- the records to append, the in-memory changes
-(:mod:`.changes`) and the response -- and mutates nothing. It decides on a scratch copy of the
-group (``_Op``), applying each change to the copy as Kafka's imperative code would mutate the
-group, so later decisions see earlier ones. The runtime appends the records, applies the changes
-to the real state (:meth:`GroupCoordinatorShard.apply`), then replays the records
+Event-sourced, as ``docs/design.md`` ("Conventions") asks of the simulator: every handler is a
+function of the current state that returns a :class:`GroupResult` -- the records to append, the
+in-memory changes (:mod:`.changes`) and the response -- and mutates nothing. It decides on a scratch
+copy of the group (``_Op``), applying each change to the copy as Kafka's imperative code would
+mutate the group, so later decisions see earlier ones. The runtime appends the records, applies the
+changes to the real state (:meth:`GroupCoordinatorShard.apply`), then replays the records
 (:meth:`GroupCoordinatorShard.replay`) unless the result says not to: like Kafka, GroupMetadata
-writes of live groups are not replayed (the in-memory group is already ahead of them), while
-offset commits, tombstones and everything read back from a log are.
+writes of live groups are not replayed (the in-memory group is already ahead of them), while offset
+commits, tombstones and everything read back from a log are.
 
 JoinGroup and SyncGroup requests may be parked. A handler then returns no response; the
 :class:`~.changes.JoinResponded` / :class:`~.changes.SyncResponded` change that completes the

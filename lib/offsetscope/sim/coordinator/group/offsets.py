@@ -1,6 +1,6 @@
 """The committed-offset store of one ``__consumer_offsets`` partition (Kafka ``OffsetMetadataManager``).
 
-State, rebuilt only by replaying records (``../shared/reference/kafka-formats.md`` 8.2, 8.3)::
+State, rebuilt only by replaying records (``docs/formats.md`` sections 8.2, 8.3)::
 
     offsets        group -> topic -> partition -> OffsetAndMetadata   (what OffsetFetch returns)
     pending        producer id -> group -> topic -> partition -> OffsetAndMetadata

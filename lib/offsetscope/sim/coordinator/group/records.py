@@ -1,7 +1,7 @@
 """The only place that builds the group coordinator's ``__consumer_offsets`` records.
 
-Mirrors Kafka 4.4's ``GroupCoordinatorRecordHelpers``; ``../shared/reference/kafka-formats.md``
-sections 3.2, 3.3 and 8 give the layouts and when each is written::
+Mirrors Kafka 4.4's ``GroupCoordinatorRecordHelpers``; ``docs/formats.md`` sections 3.2, 3.3
+and 8 give the layouts and when each is written::
 
     OffsetCommitKey   (type 1)  {group, topic, partition}
     OffsetCommitValue v4        {offset, leaderEpoch, metadata, commitTimestamp, [topicId: tag 0]}

@@ -6,7 +6,7 @@ records to ``__transaction_state`` and then calls :meth:`TransactionCoordinator.
 place state changes. (Two side effects sit outside ``__transaction_state`` exactly as in Kafka:
 producer ids come from the controller's blocks, and are used up even if a request fails.)
 
-Request flows and the records they write (kafka-formats.md section 8.5)::
+Request flows and the records they write (``docs/formats.md`` section 8.5)::
 
     InitProducerId  new id                 -> Empty (epoch 0, partitions null, start -1)
                     Empty/Complete*        -> Empty (epoch + 1; exhausted epoch: new producer id,

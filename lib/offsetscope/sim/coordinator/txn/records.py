@@ -1,6 +1,6 @@
 """The only place that builds ``__transaction_state`` records.
 
-Layout (``../shared/reference/kafka-formats.md`` section 5)::
+Layout (``docs/formats.md`` section 5)::
 
     key   = record_type 0 | TransactionLogKey { transactionalId }
     value = version | TransactionLogValue { producerId, [previousProducerId], [nextProducerId],
