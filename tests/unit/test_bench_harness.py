@@ -162,8 +162,8 @@ def test_freshness_is_also_measured_at_the_shipped_trigger() -> None:
 
     from offsetscope import config
 
-    # conf/ ships "30 seconds"; the benchmark reads it rather than repeating it.
-    assert config.load("local").pipeline.processing_time == "30 seconds"
+    # conf/ ships "30s"; the benchmark reads it rather than repeating it.
+    assert config.load("local").pipeline.processing_time == "30s"
     assert shipped_trigger_s() == 30
 
 
