@@ -5,6 +5,7 @@ Sub-commands::
     offsetscope decode record --topic __consumer_offsets --key HEX [--value HEX]
     offsetscope decode segment FILE.log [--format json|dump-log] [--topic T]
     offsetscope partition-for ID [--partitions 50]
+    offsetscope init [DIR] [--force]
 
 Exit codes: 0 success, 1 the input could not be decoded (one line on stderr naming the field path
 and byte offset), 2 bad usage. Heavier sub-commands (``simulate``, ``sql``, the jobs) register
@@ -18,6 +19,7 @@ import base64
 import binascii
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from offsetscope.protocol import codec, errors
@@ -77,6 +79,19 @@ def _partition_for(args: argparse.Namespace) -> int:
     return 0
 
 
+def _init(args: argparse.Namespace) -> int:
+    from offsetscope import config
+
+    try:
+        written = config.write_templates(args.dir, overwrite=args.force)
+    except FileExistsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(path)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="offsetscope",
@@ -102,6 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
     pf.add_argument("id")
     pf.add_argument("--partitions", type=int, default=50)
     pf.set_defaults(handler=_partition_for)
+
+    init = sub.add_parser("init", help="write the configuration templates (conf/*.toml, schema)")
+    init.add_argument("dir", nargs="?", type=Path, default=Path("conf"), help="default: ./conf")
+    init.add_argument("--force", action="store_true", help="overwrite files already there")
+    init.set_defaults(handler=_init)
 
     for register in _extensions():
         register(sub)

@@ -386,3 +386,67 @@ def test_an_override_is_validated_like_the_files() -> None:
 def test_load_reads_os_environ_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OFFSETSCOPE__STORAGE__SCHEMA", "from_env")
     assert load("local").storage.schema == "from_env"
+
+
+# ----------------------------------------------------------------------------- where conf/ is
+
+
+def test_conf_folder_lookup_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    checkout = Path(__file__).resolve().parents[2] / "conf"
+    named = tmp_path / "named"
+    # 1. OFFSETSCOPE_CONF_DIR, 2. the checkout's conf/, 3. the copy inside the package.
+    assert config.default_conf_dir({"OFFSETSCOPE_CONF_DIR": str(named)}) == named
+    assert config.default_conf_dir({}) == checkout
+    assert config.project_root({}) == checkout.parent
+    monkeypatch.setattr(config, "_CHECKOUT_ROOT", tmp_path / "site-packages")
+    assert config.default_conf_dir({}) == config.packaged_conf_dir()
+    assert config.default_conf_dir({"OFFSETSCOPE_CONF_DIR": str(named)}) == named
+    monkeypatch.chdir(tmp_path)
+    assert config.project_root({}) == tmp_path  # never inside the installed package
+    assert config.load("local", environ={}).storage.schema == "offsetscope"
+
+
+def test_the_packaged_copy_is_the_repository_conf() -> None:
+    # In a checkout lib/offsetscope/_conf links to conf/: one copy of each file.
+    checkout = Path(__file__).resolve().parents[2] / "conf"
+    assert config.packaged_conf_dir().resolve() == checkout.resolve()
+    names = [p.name for p in config.template_files()]
+    assert names == [
+        "base.toml",
+        "dev.toml",
+        "local.toml",
+        "prod.toml",
+        "yarn.toml",
+        config.SCHEMA_FILE,
+    ]
+
+
+def test_write_templates_refuses_to_overwrite(tmp_path: Path) -> None:
+    dest = tmp_path / "conf"
+    written = config.write_templates(dest)
+    assert [p.name for p in written] == [p.name for p in config.template_files()]
+    assert (dest / "base.toml").read_bytes() == (
+        config.packaged_conf_dir() / "base.toml"
+    ).read_bytes()
+    assert config.load("prod", dest, environ={}).storage.catalog == "ops"
+    (dest / "local.toml").write_text("# mine\n")
+    with pytest.raises(FileExistsError, match=r"local\.toml"):
+        config.write_templates(dest)
+    assert (dest / "local.toml").read_text() == "# mine\n"
+    config.write_templates(dest, overwrite=True)
+    assert (dest / "local.toml").read_text() != "# mine\n"
+
+
+def test_offsetscope_init_writes_the_templates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from offsetscope.cli import main
+
+    dest = tmp_path / "conf"
+    assert main(["init", str(dest)]) == 0
+    printed = capsys.readouterr().out.split()
+    assert sorted(printed) == sorted(str(p) for p in dest.iterdir())
+    assert (dest / "base.toml").is_file()
+    assert main(["init", str(dest)]) == 1
+    assert "not overwriting" in capsys.readouterr().err
+    assert main(["init", "--force", str(dest)]) == 0
