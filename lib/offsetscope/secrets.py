@@ -90,7 +90,7 @@ from offsetscope.config import (
     KafkaSecurityConfig,
     KafkaSourceConfig,
     StorageConfig,
-    default_conf_dir,
+    project_root,
     require_reference,
 )
 
@@ -906,7 +906,7 @@ def storage_spark_conf(storage: StorageConfig) -> dict[str, str]:
 
 def _resolve(path: str) -> Path:
     candidate = Path(path).expanduser()
-    return candidate if candidate.is_absolute() else default_conf_dir().resolve().parent / path
+    return candidate if candidate.is_absolute() else project_root() / path
 
 
 def prepare_storage(storage: StorageConfig) -> list[Path]:

@@ -37,7 +37,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from offsetscope import redaction, secrets
-from offsetscope.config import Config, default_conf_dir
+from offsetscope.config import Config, project_root
 
 # The jars that must be in ``spark.jars_dir`` for the features above to exist at all.
 REQUIRED_JARS = ("delta-spark_", "spark-sql-kafka-0-10_")
@@ -55,7 +55,7 @@ class SparkJarsMissingError(FileNotFoundError):
 def _resolve(path: str) -> Path:
     # Relative paths in conf/ are relative to the project root (the folder holding conf/).
     candidate = Path(path).expanduser()
-    return candidate if candidate.is_absolute() else default_conf_dir().resolve().parent / path
+    return candidate if candidate.is_absolute() else project_root() / path
 
 
 def local_jars(jars_dir: str) -> list[Path]:

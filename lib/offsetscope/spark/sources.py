@@ -50,7 +50,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from offsetscope import secrets
-from offsetscope.config import Config, default_conf_dir
+from offsetscope.config import Config, project_root
 from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC
 from offsetscope.spark import logdir
 from offsetscope.spark.tables import SOURCE_SCHEMA
@@ -360,7 +360,7 @@ def resolve_path(path: str) -> str:
     candidate = Path(path).expanduser()
     if candidate.is_absolute():
         return str(candidate)
-    return str(default_conf_dir().resolve().parent / candidate)
+    return str(project_root() / candidate)
 
 
 def segment_stream(spark: SparkSession, cfg: Config, log_dir: str | None = None) -> DataFrame:
