@@ -85,7 +85,7 @@ def _init(args: argparse.Namespace) -> int:
     try:
         written = config.write_templates(args.dir, overwrite=args.force)
     except FileExistsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc} (--force overwrites)", file=sys.stderr)
         return 1
     for path in written:
         print(path)

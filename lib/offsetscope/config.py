@@ -1229,7 +1229,7 @@ def write_templates(dest: Path, *, overwrite: bool = False) -> list[Path]:
     existing = [t for t in targets if t.exists()]
     if existing and not overwrite:
         names = ", ".join(str(t) for t in existing)
-        raise FileExistsError(f"not overwriting {names} (overwrite=True replaces them)")
+        raise FileExistsError(f"not overwriting what is there: {names}")
     dest.mkdir(parents=True, exist_ok=True)
     for source, target in zip(sources, targets, strict=True):
         target.write_bytes(source.read_bytes())

@@ -448,5 +448,5 @@ def test_offsetscope_init_writes_the_templates(
     assert sorted(printed) == sorted(str(p) for p in dest.iterdir())
     assert (dest / "base.toml").is_file()
     assert main(["init", str(dest)]) == 1
-    assert "not overwriting" in capsys.readouterr().err
+    assert "not overwriting what is there" in capsys.readouterr().err
     assert main(["init", "--force", str(dest)]) == 0
