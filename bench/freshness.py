@@ -118,7 +118,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         cfg = config.with_pipeline(
             cfg,
             trigger="processing_time",
-            processing_time=f"{spec['trigger_s']} seconds",
+            processing_time=f"{spec['trigger_s']}s",
             lag_interval=spec.get("lag_interval"),
         )
         spark = build_session(cfg, app_name="offsetscope-bench-freshness")
@@ -242,12 +242,7 @@ def shipped_trigger_s() -> int:
     """The processing-time trigger interval ``conf/`` ships, in whole seconds."""
     from offsetscope import config
 
-    text = config.load("local").pipeline.processing_time  # Spark's interval text: "30 seconds"
-    amount, unit = text.split()
-    seconds = {"second": 1, "seconds": 1, "minute": 60, "minutes": 60}.get(unit)
-    if seconds is None:
-        raise ValueError(f"[pipeline] processing_time {text!r}: expected seconds or minutes")
-    return round(float(amount) * seconds)
+    return round(config.load("local").pipeline.processing_time.seconds)
 
 
 def measure(spec: dict[str, Any], trigger_s: int, runs: int, prefix: str) -> list[Metric]:

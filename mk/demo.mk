@@ -4,7 +4,7 @@ DEMO_ARGS = --env $(or $(ENV),local) $(if $(CONF),--conf $(CONF))
 # live-demo: how long it runs, how often it prints the answers, the ingest trigger.
 LIVE_SECONDS ?= 120
 LIVE_EVERY ?= 30
-LIVE_TRIGGER ?= 5 seconds
+LIVE_TRIGGER ?= 5s
 # accuracy: SCENARIOS="steady transactions" runs only those; ACCURACY_ARGS adds options
 # (--real-broker: also real clients on a harness broker, compared with what they observed).
 SCENARIOS ?=

@@ -1,27 +1,59 @@
 """Configuration: ``conf/base.toml`` overlaid by ``conf/<env>.toml``, as frozen dataclasses.
 
 Only entry points call :func:`load`; everything else receives the resulting :class:`Config`.
-The loader is generic: each section is a frozen dataclass, and the TOML tree is mapped onto the
-dataclass tree by field name and type hint. Unknown keys, missing keys without a default, and
-values of the wrong type fail at load time with :class:`InvalidConfigError` naming the dotted key
-path (for example ``sources.kafka.starting_offsets``), so a typo never becomes a silent default.
+Each section is a frozen pydantic dataclass: pydantic maps the TOML tree onto the dataclass tree
+by field name and type hint, and ``dataclasses.replace`` re-validates. Unknown keys, values of
+the wrong type, values outside an enumeration and malformed durations fail with
+:class:`InvalidConfigError` naming the dotted key path (for example
+``sources.kafka.starting_offsets``), so a typo never becomes a silent default.
+
+Sources, in order: ``base.toml``, ``<env>.toml``, an optional extra file (a job's ``--conf``),
+then per-key environment variables ``OFFSETSCOPE__<SECTION>__<KEY>`` (see
+:func:`environment_overrides`).
+
+Every duration is written ``<number><unit>`` with the unit ``ms``, ``s``, ``m``, ``h`` or ``d``
+(``"500ms"``, ``"30s"``, ``"10m"``, ``"30d"``) and becomes a :class:`Duration`; Spark's and
+Delta's interval texts are made from it where they are needed.
 
 Secrets are never values in ``conf/``: a setting that holds a secret is written as a reference
 (``"env:NAME"`` or ``"secret:scope/key"``) and resolved by :mod:`offsetscope.secrets` at the edge.
+
+``conf/offsetscope.schema.json`` is the JSON Schema of these models (``make conf-schema``); the
+TOML files name it for editors. The TOML files also ship inside the wheel (package
+``offsetscope._conf``), and :func:`write_templates` (``offsetscope init``) copies them out.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 import os
 import re
 import tomllib
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
+
+import pydantic
+import pydantic.dataclasses
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    TypeAdapter,
+    ValidationError,
+    WithJsonSchema,
+)
+from pydantic_core import core_schema
+
+import offsetscope
 
 T = TypeVar("T")
 
@@ -41,6 +73,9 @@ SECRET_REFERENCE = re.compile(
     r"^(?:env:(?P<env>[A-Za-z_][A-Za-z0-9_]*)"
     r"|secret:(?P<scope>[A-Za-z0-9_.@-]{1,128})/(?P<key>[A-Za-z0-9_.-]{1,128}))$"
 )
+_REFERENCE_MESSAGE = (
+    "holds a secret, so it must be a reference (env:NAME or secret:scope/key), not a literal value"
+)
 
 
 def require_reference(key_path: str, value: str) -> None:
@@ -50,21 +85,270 @@ def require_reference(key_path: str, value: str) -> None:
         InvalidConfigError: ``value`` is neither empty nor a secret reference.
     """
     if value and not SECRET_REFERENCE.match(value):
-        raise InvalidConfigError(
-            key_path,
-            "holds a secret, so it must be a reference (env:NAME or secret:scope/key), not a"
-            " literal value",
+        raise InvalidConfigError(key_path, _REFERENCE_MESSAGE)
+
+
+# --------------------------------------------------------------------------- durations
+
+_DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)$")
+_DURATION_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_DURATION_FORM = "a number and a unit (ms, s, m, h or d) without a space, such as '30s' or '10m'"
+# Spark's and Delta's interval words, for the hint when an old-style value is found.
+_SPARK_WORDS = {
+    "millisecond": "ms",
+    "second": "s",
+    "minute": "m",
+    "hour": "h",
+    "day": "d",
+}
+_SPARK_FORM = re.compile(r"^(?:interval\s+)?(?P<n>[0-9]+(?:\.[0-9]+)?)\s*(?P<word>[a-z]+?)s?$")
+_SPARK_UNITS = (
+    (86_400_000, "day"),
+    (3_600_000, "hour"),
+    (60_000, "minute"),
+    (1_000, "second"),
+    (1, "millisecond"),
+)
+
+
+def _parse_duration(text: str) -> int:
+    """``text`` in milliseconds; ValueError with the accepted form otherwise."""
+    match = _DURATION.match(text)
+    if match is None:
+        old = _SPARK_FORM.match(text.strip().lower())
+        new = "".join(text.split())
+        if old is not None and old.group("word") in _SPARK_WORDS:
+            new = f"{old.group('n')}{_SPARK_WORDS[old.group('word')]}"
+        if _DURATION.match(new):
+            raise ValueError(
+                f"{text!r} is not a duration in conf/'s form: write {new!r} (a number and a"
+                " unit: ms, s, m, h or d, without a space)"
+            )
+        raise ValueError(f"{text!r} is not a duration: write {_DURATION_FORM}")
+    ms = round(float(match.group(1)) * _DURATION_MS[match.group(2)])
+    if ms <= 0:
+        raise ValueError(f"{text!r} must be longer than 0 ms")
+    return ms
+
+
+class Duration(str):
+    """A duration as written in ``conf/`` (``"30s"``), parsed once; compares as its text.
+
+    ``ms`` is the length; :attr:`spark_interval` and :attr:`delta_interval` are the texts
+    Spark's ``processingTime`` trigger and Delta's ``*RetentionDuration`` properties take.
+    """
+
+    _ms: int
+
+    def __new__(cls, text: str) -> typing.Self:
+        ms = _parse_duration(text)
+        self = super().__new__(cls, text)
+        self._ms = ms
+        return self
+
+    @property
+    def ms(self) -> int:
+        return self._ms
+
+    @property
+    def seconds(self) -> float:
+        return self._ms / 1_000
+
+    @property
+    def spark_interval(self) -> str:
+        """Spark's interval text, in the largest unit that is exact: ``"30 seconds"``."""
+        for size, unit in _SPARK_UNITS:
+            if self._ms % size == 0:
+                n = self._ms // size
+                return f"{n} {unit}{'' if n == 1 else 's'}"
+        raise AssertionError("unreachable: every duration is a whole number of ms")
+
+    @property
+    def delta_interval(self) -> str:
+        """A Delta table property's interval: ``"interval 30 days"``."""
+        return f"interval {self.spark_interval}"
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: Any, handler: pydantic.GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(
+            cls,
+            core_schema.str_schema(),
+            serialization=core_schema.plain_serializer_function_ser_schema(str),
         )
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: core_schema.CoreSchema, handler: pydantic.GetJsonSchemaHandler
+    ) -> dict[str, Any]:
+        return {
+            "type": "string",
+            "pattern": _DURATION.pattern,
+            "description": f"A duration: {_DURATION_FORM}.",
+            "examples": ["500ms", "30s", "10m", "24h", "30d"],
+        }
+
+
+def duration_ms(text: str, key_path: str = "") -> int:
+    """A duration written as ``<number><unit>`` (``ms``, ``s``, ``m``, ``h``, ``d``) in ms.
+
+    Raises:
+        InvalidConfigError: the text is not such a duration, or it is not positive.
+    """
+    if isinstance(text, Duration):
+        return text.ms
+    try:
+        return _parse_duration(text)
+    except ValueError as exc:
+        raise InvalidConfigError(key_path, str(exc)) from None
+
+
+# --------------------------------------------------------------------------- field types
+# Scalars are strict (a string is not an int, a bool is not an int, an int is a float), as the
+# TOML types are; arrays become tuples and tables become mappings or sections.
+
+
+def _schema_pattern(pattern: str) -> str:
+    """``pattern`` as JSON Schema (ECMA-262) writes it: no Python-style named groups."""
+    return re.sub(r"\(\?P<\w+>", "(", pattern)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Pattern:
+    """``Annotated`` metadata: a string key that must match ``pattern``. ``message`` is the
+    error (``{value!r}`` shows the value: only in keys that cannot hold a secret)."""
+
+    pattern: str
+    message: str
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: pydantic.GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        compiled = re.compile(self.pattern)
+
+        def check(value: str) -> str:
+            if not compiled.match(value):
+                raise ValueError(self.message.format(value=value))
+            return value
+
+        return core_schema.no_info_after_validator_function(check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: pydantic.GetJsonSchemaHandler
+    ) -> dict[str, Any]:
+        out: dict[str, Any] = handler(schema)
+        out["pattern"] = _schema_pattern(self.pattern)
+        return out
+
+
+# A setting holding a secret: empty, or a reference (never the secret itself).
+SecretRef = Annotated[str, _Pattern(f"^$|{SECRET_REFERENCE.pattern}", _REFERENCE_MESSAGE)]
+
+
+def _starting_offsets(value: str) -> str:
+    if value in ("earliest", "latest"):
+        return value
+    if value.lstrip().startswith("{"):
+        try:
+            spec = json.loads(value)
+        except json.JSONDecodeError:
+            spec = None
+        if isinstance(spec, dict) and all(
+            isinstance(parts, dict)
+            and all(
+                p.isdigit() and type(o) is int and o >= -2  # -2 earliest, -1 latest
+                for p, o in parts.items()
+            )
+            for parts in spec.values()
+        ):
+            return value
+        raise ValueError(
+            "a JSON value must be an object of offsets per topic and partition, such as"
+            ' {"__consumer_offsets": {"0": 42, "1": -2}} (-2: earliest, -1: latest)'
+        )
+    raise ValueError(
+        f"{value!r} is not one of 'earliest', 'latest' or a JSON object of offsets per topic"
+        " and partition"
+    )
+
+
+StartingOffsets = Annotated[
+    str,
+    AfterValidator(_starting_offsets),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"enum": ["earliest", "latest"]},
+                {"type": "string", "pattern": r"^\s*\{"},
+            ],
+            "description": "Spark's startingOffsets: earliest, latest, or a JSON object of"
+            " offsets per topic and partition",
+        }
+    ),
+]
+
+Protocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+SaslMechanism = Literal["", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
+SourceKind = Literal["kafka", "segments"]
+IsolationLevel = Literal["read_committed", "read_uncommitted"]
+Trigger = Literal["available_now", "processing_time"]
+TimeSource = Literal["event_time", "clock"]
+ListenerSecurity = Literal["PLAINTEXT", "SASL_PLAINTEXT"]
+Severity = Literal["info", "warning", "critical"]
+BurrowStatus = Literal["STALL", "STOP", "REWIND", "WARN"]
+WebhookEvent = Literal["opened", "resolved"]
+
+SEVERITIES: tuple[Severity, ...] = typing.get_args(Severity)
+_WEBHOOK_EVENTS: tuple[WebhookEvent, ...] = typing.get_args(WebhookEvent)
+
+TableName = Annotated[
+    str, _Pattern(r"^[A-Za-z_][A-Za-z0-9_]*$", "{value!r} is not a plain table name")
+]
+Umask = Annotated[str, _Pattern(r"^0?[0-7]{3}$", "{value!r} is not an octal umask like '027'")]
+HeapSize = Annotated[
+    str, _Pattern(r"^[1-9][0-9]*[kKmMgG]$", "{value!r} is not a JVM size such as '768m'")
+]
+# SCRAM user names: no "," or "=" (they would need escaping in the SCRAM exchange).
+UserName = Annotated[str, _Pattern(r"^[A-Za-z0-9_.-]+$", "{value!r} is not a plain user name")]
+IsoDate = Annotated[
+    str, _Pattern(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$", "must be a date such as '2010-01-01'")
+]
+Port = Annotated[StrictInt, Field(ge=0, le=65_535)]
+AtLeast0 = Annotated[StrictInt, Field(ge=0)]
+AtLeast1 = Annotated[StrictInt, Field(ge=1)]
+AtLeast2 = Annotated[StrictInt, Field(ge=2)]
+PositiveFloat = Annotated[StrictFloat, Field(gt=0)]
+
+_MODEL_CONFIG = ConfigDict(extra="forbid")
+
+
+@typing.dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, Field))
+def _section(cls: type[T]) -> type[T]:
+    """A configuration section: a frozen pydantic dataclass whose constructor (and so
+    ``dataclasses.replace``) raises :class:`InvalidConfigError` naming the key."""
+    section: Any = pydantic.dataclasses.dataclass(frozen=True, slots=True, config=_MODEL_CONFIG)(
+        cls
+    )
+    assert section.__pydantic_complete__, f"{cls.__name__} refers to a type defined after it"
+    validate = section.__init__
+
+    @functools.wraps(validate)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            validate(self, *args, **kwargs)
+        except ValidationError as exc:
+            # ``from None``: pydantic's own message repeats the input, which may be a secret.
+            raise _invalid(exc, type(self)) from None
+
+    section.__init__ = __init__
+    return typing.cast("type[T]", section)
 
 
 # --------------------------------------------------------------------------- sections
 
 
-_KAFKA_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
-
-
-@dataclass(frozen=True, slots=True)
+@_section
 class KafkaSecurityConfig:
     """How offsetscope authenticates to a cluster, once for every client it builds.
 
@@ -73,37 +357,32 @@ class KafkaSecurityConfig:
     holding a secret are references (``env:NAME``, ``secret:scope/key``), never literals.
     """
 
-    protocol: str = "PLAINTEXT"  # PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL
-    sasl_mechanism: str = ""  # PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512 | OAUTHBEARER
+    protocol: Protocol = "PLAINTEXT"
+    sasl_mechanism: SaslMechanism = ""  # "" unless protocol is SASL_*
     sasl_username: str = ""
-    sasl_password: str = ""  # reference
+    sasl_password: SecretRef = ""
     # OAUTHBEARER with OIDC client credentials (KIP-768).
     oauth_token_endpoint_url: str = ""
     oauth_client_id: str = ""
-    oauth_client_secret: str = ""  # reference
+    oauth_client_secret: SecretRef = ""
     oauth_scope: str = ""
     # PEM files. The keystore (mTLS) holds the private key (PKCS#8) and the certificate chain
     # in one file, the one form both clients read.
     ssl_ca_location: str = ""
     ssl_keystore_location: str = ""
-    ssl_key_password: str = ""  # reference
-    ssl_endpoint_identification: bool = True
+    ssl_key_password: SecretRef = ""
+    ssl_endpoint_identification: StrictBool = True
     # Prefix of the Java client's class names in sasl.jaas.config: "" for Apache Kafka's
     # client (Spark), "kafkashaded." for the Databricks runtime's shaded copy.
     java_class_prefix: str = ""
 
     def __post_init__(self) -> None:
-        if self.protocol not in _KAFKA_PROTOCOLS:
-            raise InvalidConfigError("protocol", f"must be one of {', '.join(_KAFKA_PROTOCOLS)}")
         sasl = self.protocol.startswith("SASL_")
-        if sasl and self.sasl_mechanism not in _SASL_MECHANISMS:
-            raise InvalidConfigError(
-                "sasl_mechanism", f"{self.protocol} needs one of {', '.join(_SASL_MECHANISMS)}"
-            )
+        if sasl and not self.sasl_mechanism:
+            mechanisms = ", ".join(typing.get_args(SaslMechanism)[1:])
+            raise InvalidConfigError("sasl_mechanism", f"{self.protocol} needs one of {mechanisms}")
         if not sasl and self.sasl_mechanism:
             raise InvalidConfigError("sasl_mechanism", f"{self.protocol} does not use SASL")
-        for key in ("sasl_password", "oauth_client_secret", "ssl_key_password"):
-            require_reference(key, getattr(self, key))
         needs: tuple[str, ...] = ()
         if self.sasl_mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
             needs = ("sasl_username", "sasl_password")
@@ -118,19 +397,21 @@ class KafkaSecurityConfig:
                     raise InvalidConfigError(key, f"{self.protocol} does not use TLS")
 
 
-@dataclass(frozen=True, slots=True)
+@_section
 class KafkaSourceConfig:
     """Spark's Kafka source on a real cluster's internal topics."""
 
     bootstrap_servers: str = "127.0.0.1:9092"
     offsets_topic: str = "__consumer_offsets"
     transaction_topic: str = "__transaction_state"
-    starting_offsets: str = "earliest"
+    # Spark's startingOffsets: "earliest", "latest", or a JSON object of offsets per topic and
+    # partition. Only "earliest" counts offsets below the first record read as not seen.
+    starting_offsets: StartingOffsets = "earliest"
     # Bounds the first catch-up batch on a big cluster.
-    max_offsets_per_trigger: int = 500_000
+    max_offsets_per_trigger: AtLeast1 = 500_000
     # Compaction removes records under a stale checkpoint; the pipeline audits what it skipped.
-    fail_on_data_loss: bool = False
-    isolation_level: str = "read_committed"
+    fail_on_data_loss: StrictBool = False
+    isolation_level: IsolationLevel = "read_committed"
     # Spark's consumer-based offset reader joins consumer groups named <prefix>-<uuid>-...; the
     # principal needs READ on groups with this prefix (docs/security.md).
     group_id_prefix: str = "offsetscope-ingest"
@@ -142,20 +423,14 @@ class KafkaSourceConfig:
     # Java client's: sasl.mechanisms, ssl.ca.location ...); values may be "env:NAME" too.
     admin_options: Mapping[str, str] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        if self.isolation_level not in ("read_committed", "read_uncommitted"):
-            raise InvalidConfigError("isolation_level", f"unknown level {self.isolation_level!r}")
-        if self.max_offsets_per_trigger <= 0:
-            raise InvalidConfigError("max_offsets_per_trigger", "must be positive")
 
-
-@dataclass(frozen=True, slots=True)
+@_section
 class SegmentSourceConfig:
     """A Kafka log directory (bundled coordinator output, or segments copied off a broker)."""
 
     log_dir: str = ".work/logdir"
     # Records per micro-batch when catching up.
-    max_records_per_trigger: int = 1_000_000
+    max_records_per_trigger: AtLeast1 = 1_000_000
     # Partition directories named after these topics hold the internal topics' records (a copy
     # of a mirror's log directory keeps the mirror's names).
     offsets_topic: str = "__consumer_offsets"
@@ -164,26 +439,15 @@ class SegmentSourceConfig:
     # (log start, high watermark, last stable offset); empty = ``log_dir``.
     data_log_dir: str = ""
 
-    def __post_init__(self) -> None:
-        if self.max_records_per_trigger <= 0:
-            raise InvalidConfigError("max_records_per_trigger", "must be positive")
 
-
-@dataclass(frozen=True, slots=True)
+@_section
 class SourcesConfig:
-    kind: str = "segments"
+    kind: SourceKind = "segments"
     kafka: KafkaSourceConfig = field(default_factory=KafkaSourceConfig)
     segments: SegmentSourceConfig = field(default_factory=SegmentSourceConfig)
 
-    def __post_init__(self) -> None:
-        if self.kind not in ("kafka", "segments"):
-            raise InvalidConfigError("kind", f"must be 'kafka' or 'segments', not {self.kind!r}")
 
-
-_UMASK = re.compile(r"^0?[0-7]{3}$")
-
-
-@dataclass(frozen=True, slots=True)
+@_section
 class StorageConfig:
     """Where tables and checkpoints live, and the catalog schema they are registered in."""
 
@@ -194,14 +458,10 @@ class StorageConfig:
     metastore_dir: str = ".work/metastore"
     # Octal umask for everything written locally (tables, checkpoints, metastore): applied to
     # the process and to Hadoop's fs.permissions.umask-mode. "027": no access for others.
-    umask: str = "027"
-
-    def __post_init__(self) -> None:
-        if not _UMASK.match(self.umask):
-            raise InvalidConfigError("umask", f"{self.umask!r} is not an octal umask like '027'")
+    umask: Umask = "027"
 
 
-@dataclass(frozen=True, slots=True)
+@_section
 class TableNames:
     """Physical name of every table the pipeline keeps, by its logical name.
 
@@ -210,99 +470,80 @@ class TableNames:
     Names are unqualified; ``storage.catalog`` and ``storage.schema`` qualify them.
     """
 
-    raw_records: str = "raw_records"
-    offset_commits: str = "offset_commits"
-    group_metadata_events: str = "group_metadata_events"
-    consumer_group_events: str = "consumer_group_events"
-    transaction_log_events: str = "transaction_log_events"
-    control_records: str = "control_records"
-    quarantine: str = "quarantine"
-    group_generations: str = "group_generations"
-    group_state_transitions: str = "group_state_transitions"
-    groups_current: str = "groups_current"
-    member_sessions: str = "member_sessions"
-    partition_assignments: str = "partition_assignments"
-    end_offsets: str = "end_offsets"
-    partition_lag: str = "partition_lag"
-    transactions: str = "transactions"
-    transaction_status_timeline: str = "transaction_status_timeline"
-    fold_state: str = "fold_state"
-    batch_audit: str = "batch_audit"
-    alerts: str = "alerts"
-    alert_notifications: str = "alert_notifications"
-    quality_results: str = "quality_results"
-    quality_quarantine: str = "quality_quarantine"
+    raw_records: TableName = "raw_records"
+    offset_commits: TableName = "offset_commits"
+    group_metadata_events: TableName = "group_metadata_events"
+    consumer_group_events: TableName = "consumer_group_events"
+    transaction_log_events: TableName = "transaction_log_events"
+    control_records: TableName = "control_records"
+    quarantine: TableName = "quarantine"
+    group_generations: TableName = "group_generations"
+    group_state_transitions: TableName = "group_state_transitions"
+    groups_current: TableName = "groups_current"
+    member_sessions: TableName = "member_sessions"
+    partition_assignments: TableName = "partition_assignments"
+    end_offsets: TableName = "end_offsets"
+    partition_lag: TableName = "partition_lag"
+    transactions: TableName = "transactions"
+    transaction_status_timeline: TableName = "transaction_status_timeline"
+    fold_state: TableName = "fold_state"
+    batch_audit: TableName = "batch_audit"
+    alerts: TableName = "alerts"
+    alert_notifications: TableName = "alert_notifications"
+    quality_results: TableName = "quality_results"
+    quality_quarantine: TableName = "quality_quarantine"
 
     def __post_init__(self) -> None:
         seen: dict[str, str] = {}
         for f in dataclasses.fields(self):
             name = getattr(self, f.name)
-            if not _TABLE_NAME.match(name):
-                raise InvalidConfigError(f.name, f"{name!r} is not a plain table name")
             if name in seen:
                 raise InvalidConfigError(f.name, f"{name!r} is also the name of {seen[name]}")
             seen[name] = f.name
 
 
-_TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_TRIGGERS = ("available_now", "processing_time")
-
-
-@dataclass(frozen=True, slots=True)
+@_section
 class PipelineConfig:
     """The ingest query: its name (checkpoint folder, Delta idempotency app id) and trigger."""
 
-    query_name: str = "offsetscope_ingest"
+    query_name: TableName = "offsetscope_ingest"
     # "available_now": read what is there in bounded micro-batches, then stop;
     # "processing_time": run continuously, one micro-batch every ``processing_time``.
-    trigger: str = "available_now"
-    processing_time: str = "30 seconds"
+    trigger: Trigger = "available_now"
+    processing_time: Duration = Duration("30s")
     # Sample the data topics' end offsets (AdminClient or data-topic segments) every micro-batch
     # and rebuild partition_lag for the partitions committed in it.
-    sample_end_offsets: bool = True
+    sample_end_offsets: StrictBool = True
     # Lag at its own cadence: at most one end-offset sample (end_offsets row, partition_lag
     # rows) per partition and interval of sample time, the intervals aligned to the epoch as
     # Spark aligns processing-time triggers; unset: every micro-batch. Commits, groups and
     # positions stay per batch; only how often lag is materialised changes.
-    lag_interval: str | None = None
+    lag_interval: Duration | None = None
     # Consumer groups that read with isolation.level=read_committed: their lag is measured
     # against the last stable offset (Kafka's log does not say how a group reads).
     read_committed_groups: tuple[str, ...] = ()
     # Tables written at the same time by a micro-batch (each table's writes stay in order).
-    write_threads: int = 4
-    # Delta table properties of every table (change data feed is set per table).
-    log_retention: str = "interval 30 days"
-    deleted_file_retention: str = "interval 7 days"
-
-    def __post_init__(self) -> None:
-        if self.trigger not in _TRIGGERS:
-            raise InvalidConfigError("trigger", f"must be one of {', '.join(_TRIGGERS)}")
-        if not _TABLE_NAME.match(self.query_name):
-            raise InvalidConfigError("query_name", f"{self.query_name!r} is not a plain name")
-        if self.write_threads < 1:
-            raise InvalidConfigError("write_threads", "must be at least 1")
-        _check_durations(self, "lag_interval")
+    write_threads: AtLeast1 = 4
+    # Delta table properties of every table (change data feed is set per table):
+    # delta.logRetentionDuration and delta.deletedFileRetentionDuration.
+    log_retention: Duration = Duration("30d")
+    deleted_file_retention: Duration = Duration("7d")
 
     @property
     def lag_interval_ms(self) -> int | None:
-        return None if self.lag_interval is None else duration_ms(self.lag_interval)
+        return None if self.lag_interval is None else self.lag_interval.ms
 
 
-@dataclass(frozen=True, slots=True)
+@_section
 class SparkConfig:
     master: str = "local[2]"
     app_name: str = "offsetscope"
-    shuffle_partitions: int = 4
+    shuffle_partitions: StrictInt = 4
     jars_dir: str = "build/jvm/spark"
     conf: Mapping[str, str] = field(default_factory=dict)
 
 
-# SCRAM user names: no "," or "=" (they would need escaping in the SCRAM exchange).
-_USER_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
-_HEAP_SIZE = re.compile(r"^[1-9][0-9]*[kKmMgG]$")
-
-
-@dataclass(frozen=True, slots=True)
+@_section
 class BrokerConfig:
     """The harness broker: one KRaft broker+controller JVM on loopback, for tests and the demo.
 
@@ -321,117 +562,59 @@ class BrokerConfig:
     host: str = "127.0.0.1"
     # 0 = choose a free port at the first start; chosen ports are kept in the work folder so a
     # restart on the same data finds the same controller endpoint.
-    port: int = 0
-    controller_port: int = 0
+    port: Port = 0
+    controller_port: Port = 0
     # -Xmx of the broker JVM; the log cleaner's dedupe buffer must fit in it.
-    heap: str = "768m"
-    offsets_partitions: int = 3  # offsets.topic.num.partitions
-    transaction_partitions: int = 3  # transaction.state.log.num.partitions
-    group_initial_rebalance_delay_ms: int = 0  # group.initial.rebalance.delay.ms
-    group_min_session_timeout_ms: int = 1_000  # group.min.session.timeout.ms
-    group_max_session_timeout_ms: int = 300_000  # group.max.session.timeout.ms
-    offsets_retention_minutes: int = 10_080  # offsets.retention.minutes
-    offsets_retention_check_interval_ms: int = 1_000  # offsets.retention.check.interval.ms
+    heap: HeapSize = "768m"
+    offsets_partitions: AtLeast1 = 3  # offsets.topic.num.partitions
+    transaction_partitions: AtLeast1 = 3  # transaction.state.log.num.partitions
+    group_initial_rebalance_delay_ms: StrictInt = 0  # group.initial.rebalance.delay.ms
+    group_min_session_timeout_ms: StrictInt = 1_000  # group.min.session.timeout.ms
+    group_max_session_timeout_ms: StrictInt = 300_000  # group.max.session.timeout.ms
+    offsets_retention_minutes: StrictInt = 10_080  # offsets.retention.minutes
+    offsets_retention_check_interval_ms: StrictInt = 1_000  # offsets.retention.check.interval.ms
     # transaction.abort.timed.out.transaction.cleanup.interval.ms: how soon a timed-out
     # transaction is aborted by the coordinator.
-    transaction_abort_timed_out_interval_ms: int = 1_000
+    transaction_abort_timed_out_interval_ms: StrictInt = 1_000
     # transaction.remove.expired.transaction.cleanup.interval.ms
-    transaction_remove_expired_interval_ms: int = 60_000
-    transactional_id_expiration_ms: int = 604_800_000  # transactional.id.expiration.ms
-    transaction_max_timeout_ms: int = 900_000  # transaction.max.timeout.ms
-    log_cleaner_dedupe_buffer_bytes: int = 16_777_216  # log.cleaner.dedupe.buffer.size
-    offsets_segment_bytes: int = 104_857_600  # offsets.topic.segment.bytes
-    transaction_segment_bytes: int = 104_857_600  # transaction.state.log.segment.bytes
+    transaction_remove_expired_interval_ms: StrictInt = 60_000
+    transactional_id_expiration_ms: StrictInt = 604_800_000  # transactional.id.expiration.ms
+    transaction_max_timeout_ms: StrictInt = 900_000  # transaction.max.timeout.ms
+    log_cleaner_dedupe_buffer_bytes: StrictInt = 16_777_216  # log.cleaner.dedupe.buffer.size
+    offsets_segment_bytes: StrictInt = 104_857_600  # offsets.topic.segment.bytes
+    transaction_segment_bytes: StrictInt = 104_857_600  # transaction.state.log.segment.bytes
     # Off so a misspelt topic fails loudly instead of appearing with default settings.
-    auto_create_topics: bool = False  # auto.create.topics.enable
-    startup_timeout_s: float = 60.0
-    stop_timeout_s: float = 30.0
+    auto_create_topics: StrictBool = False  # auto.create.topics.enable
+    startup_timeout_s: PositiveFloat = 60.0
+    stop_timeout_s: PositiveFloat = 30.0
     # The client listener: "PLAINTEXT", or "SASL_PLAINTEXT" (SCRAM-SHA-512 logins, Kafka's
     # StandardAuthorizer with ACLs, no access without one, ``super_user`` as the harness's own
     # principal with a password generated per data folder).
-    listener_security: str = "PLAINTEXT"
-    super_user: str = "admin"
+    listener_security: ListenerSecurity = "PLAINTEXT"
+    super_user: UserName = "admin"
     properties: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name or self.name in (".", ".."):
             raise InvalidConfigError("name", f"must be a plain folder name, not {self.name!r}")
-        for key in ("port", "controller_port"):
-            value = getattr(self, key)
-            if not 0 <= value <= 65_535:
-                raise InvalidConfigError(key, f"{value} is not a port number (0 = choose one)")
         if self.port and self.port == self.controller_port:
             raise InvalidConfigError("controller_port", "must differ from port")
-        if not _HEAP_SIZE.match(self.heap):
-            raise InvalidConfigError("heap", f"{self.heap!r} is not a JVM size such as '768m'")
-        for key in ("offsets_partitions", "transaction_partitions"):
-            if getattr(self, key) < 1:
-                raise InvalidConfigError(key, "must be at least 1")
-        if self.startup_timeout_s <= 0 or self.stop_timeout_s <= 0:
-            raise InvalidConfigError("startup_timeout_s", "timeouts must be positive")
-        if self.listener_security not in ("PLAINTEXT", "SASL_PLAINTEXT"):
-            raise InvalidConfigError("listener_security", "must be 'PLAINTEXT' or 'SASL_PLAINTEXT'")
-        if not _USER_NAME.match(self.super_user):
-            raise InvalidConfigError("super_user", f"{self.super_user!r} is not a plain user name")
 
 
 # --------------------------------------------------------------------------- alerts and quality
 
-_DURATION = re.compile(r"^(?P<n>[0-9]+(?:\.[0-9]+)?)\s*(?P<unit>ms|s|m|h|d)$")
-_DURATION_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-SEVERITIES = ("info", "warning", "critical")
 
-
-def duration_ms(text: str, key_path: str = "") -> int:
-    """A duration written as ``<number><unit>`` (``ms``, ``s``, ``m``, ``h``, ``d``) in ms.
-
-    Raises:
-        InvalidConfigError: the text is not such a duration, or it is not positive.
-    """
-    match = _DURATION.match(text.strip())
-    if match is None:
-        raise InvalidConfigError(key_path, f"{text!r} is not a duration such as '90s' or '10m'")
-    ms = round(float(match.group("n")) * _DURATION_MS[match.group("unit")])
-    if ms <= 0:
-        raise InvalidConfigError(key_path, f"{text!r} must be longer than 0 ms")
-    return ms
-
-
-def _check_severity(value: str | None, key: str = "severity") -> None:
-    if value is not None and value not in SEVERITIES:
-        raise InvalidConfigError(key, f"{value!r} is not one of {', '.join(SEVERITIES)}")
-
-
-def _check_durations(obj: Any, *keys: str) -> None:
-    for key in keys:
-        value = getattr(obj, key)
-        if value is not None:
-            duration_ms(value, key)
-
-
-def _check_at_least(obj: Any, minimum: int, *keys: str) -> None:
-    for key in keys:
-        value = getattr(obj, key)
-        if value is not None and value < minimum:
-            raise InvalidConfigError(key, f"must be at least {minimum}, not {value}")
-
-
-@dataclass(frozen=True, slots=True)
+@_section
 class StormOverride:
     """Per-group settings of ``rebalance_storm``; unset keys keep the rule's value."""
 
-    enabled: bool | None = None
-    max_generations: int | None = None
-    window: str | None = None
-    severity: str | None = None
-
-    def __post_init__(self) -> None:
-        _check_at_least(self, 0, "max_generations")
-        _check_durations(self, "window")
-        _check_severity(self.severity)
+    enabled: StrictBool | None = None
+    max_generations: AtLeast0 | None = None
+    window: Duration | None = None
+    severity: Severity | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@_section
 class RebalanceStormRule:
     """More than ``max_generations`` generations (rebalances) of a group within ``window``.
 
@@ -440,226 +623,157 @@ class RebalanceStormRule:
     the generations in a window are the count itself.
     """
 
-    enabled: bool = True
-    max_generations: int = 5
-    window: str = "10m"
-    severity: str = "critical"
+    enabled: StrictBool = True
+    max_generations: AtLeast0 = 5
+    window: Duration = Duration("10m")
+    severity: Severity = "critical"
     groups: Mapping[str, StormOverride] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        _check_at_least(self, 0, "max_generations")
-        _check_durations(self, "window")
-        _check_severity(self.severity)
 
-
-@dataclass(frozen=True, slots=True)
+@_section
 class ChurnOverride:
     """Per-group settings of ``member_churn``; unset keys keep the rule's value."""
 
-    enabled: bool | None = None
-    max_member_changes: int | None = None
-    max_cycling_instances: int | None = None
-    window: str | None = None
-    severity: str | None = None
-
-    def __post_init__(self) -> None:
-        _check_at_least(self, 0, "max_member_changes", "max_cycling_instances")
-        _check_durations(self, "window")
-        _check_severity(self.severity)
+    enabled: StrictBool | None = None
+    max_member_changes: AtLeast0 | None = None
+    max_cycling_instances: AtLeast0 | None = None
+    window: Duration | None = None
+    severity: Severity | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@_section
 class MemberChurnRule:
     """Member ids joining and leaving (more than ``max_member_changes`` joins + leaves in
     ``window``), or static members cycling (more than ``max_cycling_instances`` instance ids
     seen with two or more member ids in ``window``)."""
 
-    enabled: bool = True
-    max_member_changes: int = 10
-    max_cycling_instances: int = 2
-    window: str = "10m"
-    severity: str = "warning"
+    enabled: StrictBool = True
+    max_member_changes: AtLeast0 = 10
+    max_cycling_instances: AtLeast0 = 2
+    window: Duration = Duration("10m")
+    severity: Severity = "warning"
     groups: Mapping[str, ChurnOverride] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        _check_at_least(self, 0, "max_member_changes", "max_cycling_instances")
-        _check_durations(self, "window")
-        _check_severity(self.severity)
 
-
-@dataclass(frozen=True, slots=True)
+@_section
 class RebalanceStuckRule:
     """A join phase that completed without a stored assignment (classic), or a KIP-848 group in
     Assigning/Reconciling for longer than its members' rebalance timeout."""
 
-    enabled: bool = True
+    enabled: StrictBool = True
     # The timeout when no member reported one (Kafka's max.poll.interval.ms default).
-    default_rebalance_timeout: str = "5m"
-    severity: str = "warning"
-
-    def __post_init__(self) -> None:
-        _check_durations(self, "default_rebalance_timeout")
-        _check_severity(self.severity)
+    default_rebalance_timeout: Duration = Duration("5m")
+    severity: Severity = "warning"
 
 
-_BURROW_STATUSES = ("STALL", "STOP", "REWIND", "WARN")
-
-
-@dataclass(frozen=True, slots=True)
+@_section
 class LagOverride:
     """Per-group settings of ``lag_stall``; unset keys keep the rule's value."""
 
-    enabled: bool | None = None
-    allowed_lag: int | None = None
-    intervals: int | None = None
-    severity: str | None = None
-
-    def __post_init__(self) -> None:
-        _check_at_least(self, 0, "allowed_lag")
-        _check_at_least(self, 2, "intervals")
-        _check_severity(self.severity)
+    enabled: StrictBool | None = None
+    allowed_lag: AtLeast0 | None = None
+    intervals: AtLeast2 | None = None
+    severity: Severity | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@_section
 class LagStallRule:
     """Burrow's threshold-free evaluation over the last ``intervals`` lag observations of a
     partition: the committed offset not moving while the group lags (``STALL``) and, if listed,
     the other statuses Burrow reports as errors."""
 
-    enabled: bool = True
-    intervals: int = 10
-    allowed_lag: int = 0
-    statuses: tuple[str, ...] = ("STALL",)
-    severity: str = "warning"
+    enabled: StrictBool = True
+    intervals: AtLeast2 = 10
+    allowed_lag: AtLeast0 = 0
+    statuses: tuple[BurrowStatus, ...] = ("STALL",)
+    severity: Severity = "warning"
     groups: Mapping[str, LagOverride] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        _check_at_least(self, 0, "allowed_lag")
-        _check_at_least(self, 2, "intervals")
-        _check_severity(self.severity)
-        for i, status in enumerate(self.statuses):
-            if status not in _BURROW_STATUSES:
-                raise InvalidConfigError(
-                    f"statuses[{i}]", f"{status!r} is not one of {', '.join(_BURROW_STATUSES)}"
-                )
 
-
-@dataclass(frozen=True, slots=True)
+@_section
 class HangingTransactionRule:
     """A transaction still open ``margin`` after its own timeout."""
 
-    enabled: bool = True
-    margin: str = "1m"
-    severity: str = "critical"
-
-    def __post_init__(self) -> None:
-        _check_durations(self, "margin")
-        _check_severity(self.severity)
+    enabled: StrictBool = True
+    margin: Duration = Duration("1m")
+    severity: Severity = "critical"
 
 
-@dataclass(frozen=True, slots=True)
+@_section
 class DataLossOverride:
     """Per-group settings of ``data_loss``; unset keys keep the rule's value."""
 
-    enabled: bool | None = None
-    min_lost_records: int | None = None
-    severity: str | None = None
-
-    def __post_init__(self) -> None:
-        _check_at_least(self, 1, "min_lost_records")
-        _check_severity(self.severity)
+    enabled: StrictBool | None = None
+    min_lost_records: AtLeast1 | None = None
+    severity: Severity | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@_section
 class DataLossRule:
     """A group's committed offset below the partition's log start offset: retention deleted at
     least ``min_lost_records`` records the group never read."""
 
-    enabled: bool = True
-    min_lost_records: int = 1
-    severity: str = "critical"
+    enabled: StrictBool = True
+    min_lost_records: AtLeast1 = 1
+    severity: Severity = "critical"
     groups: Mapping[str, DataLossOverride] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        _check_at_least(self, 1, "min_lost_records")
-        _check_severity(self.severity)
 
-
-@dataclass(frozen=True, slots=True)
+@_section
 class QualityFailureRule:
     """A table's data-quality suite failed on a micro-batch (open until a later batch passes)."""
 
-    enabled: bool = True
-    severity: str = "warning"
-
-    def __post_init__(self) -> None:
-        _check_severity(self.severity)
+    enabled: StrictBool = True
+    severity: Severity = "warning"
 
 
-_WEBHOOK_EVENTS = ("opened", "resolved")
-
-
-@dataclass(frozen=True, slots=True)
+@_section
 class WebhookConfig:
     """A generic JSON webhook. ``url`` and ``token`` are secret references, never values."""
 
-    url: str
-    token: str = ""  # sent as "Authorization: Bearer <token>" when set
-    timeout_s: float = 5.0
-    max_attempts: int = 4
-    backoff_s: float = 0.5  # first retry delay; doubles per attempt up to max_backoff_s
-    max_backoff_s: float = 30.0
-    queue_size: int = 1_000
-    min_severity: str = "warning"
+    url: SecretRef
+    token: SecretRef = ""  # sent as "Authorization: Bearer <token>" when set
+    timeout_s: PositiveFloat = 5.0
+    max_attempts: AtLeast1 = 4
+    # First retry delay; doubles per attempt up to max_backoff_s.
+    backoff_s: Annotated[StrictFloat, Field(ge=0)] = 0.5
+    max_backoff_s: StrictFloat = 30.0
+    queue_size: AtLeast1 = 1_000
+    min_severity: Severity = "warning"
 
     def __post_init__(self) -> None:
         if not self.url:
             raise InvalidConfigError("url", "is required")
-        require_reference("url", self.url)
-        require_reference("token", self.token)
-        if self.timeout_s <= 0 or self.backoff_s < 0 or self.max_backoff_s < self.backoff_s:
-            raise InvalidConfigError("timeout_s", "timeouts and backoffs must be positive")
-        _check_at_least(self, 1, "max_attempts", "queue_size")
-        _check_severity(self.min_severity, "min_severity")
+        if self.max_backoff_s < self.backoff_s:
+            raise InvalidConfigError("max_backoff_s", "must not be less than backoff_s")
 
 
-@dataclass(frozen=True, slots=True)
+@_section
 class NotifyConfig:
     """Where alert events (an alert opened or resolved) go."""
 
-    log: bool = True
-    events: tuple[str, ...] = _WEBHOOK_EVENTS
+    log: StrictBool = True
+    events: tuple[WebhookEvent, ...] = _WEBHOOK_EVENTS
     # An alert already resolved this long before it was first seen (a backfill over old logs)
     # is recorded as "skipped", not sent.
-    backfill_age: str = "1h"
+    backfill_age: Duration = Duration("1h")
     webhooks: Mapping[str, WebhookConfig] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        _check_durations(self, "backfill_age")
-        for i, event in enumerate(self.events):
-            if event not in _WEBHOOK_EVENTS:
-                raise InvalidConfigError(
-                    f"events[{i}]", f"{event!r} is not one of {', '.join(_WEBHOOK_EVENTS)}"
-                )
 
-
-_TIME_SOURCES = ("event_time", "clock")
-
-
-@dataclass(frozen=True, slots=True)
+@_section
 class AlertsConfig:
     """The alert rules, their per-group overrides, and the notifiers (``offsetscope.alerts``)."""
 
-    enabled: bool = True
+    enabled: StrictBool = True
     # The alerts query (checkpoint folder, Delta idempotency app id) and its trigger.
-    query_name: str = "offsetscope_alerts"
-    trigger: str = "available_now"
-    processing_time: str = "1 minute"
+    query_name: TableName = "offsetscope_alerts"
+    trigger: Trigger = "available_now"
+    processing_time: Duration = Duration("1m")
     # "event_time": rules are evaluated as of the newest record the ingest query has read (a
     # replay of old logs raises the alerts of that time); "clock": as of the wall clock.
-    time_source: str = "event_time"
+    time_source: TimeSource = "event_time"
     # How far back the rules read history for a group; open alerts are carried over beyond it.
-    lookback: str = "24h"
+    lookback: Duration = Duration("24h")
     rebalance_storm: RebalanceStormRule = field(default_factory=RebalanceStormRule)
     member_churn: MemberChurnRule = field(default_factory=MemberChurnRule)
     rebalance_stuck: RebalanceStuckRule = field(default_factory=RebalanceStuckRule)
@@ -669,41 +783,26 @@ class AlertsConfig:
     quality: QualityFailureRule = field(default_factory=QualityFailureRule)
     notify: NotifyConfig = field(default_factory=NotifyConfig)
 
-    def __post_init__(self) -> None:
-        if self.trigger not in _TRIGGERS:
-            raise InvalidConfigError("trigger", f"must be one of {', '.join(_TRIGGERS)}")
-        if self.time_source not in _TIME_SOURCES:
-            raise InvalidConfigError("time_source", f"must be one of {', '.join(_TIME_SOURCES)}")
-        if not _TABLE_NAME.match(self.query_name):
-            raise InvalidConfigError("query_name", f"{self.query_name!r} is not a plain name")
-        _check_durations(self, "lookback")
 
-
-@dataclass(frozen=True, slots=True)
+@_section
 class QualityConfig:
     """Data-quality gates (``offsetscope.quality``): great-expectations suites per table."""
 
-    enabled: bool = True
+    enabled: StrictBool = True
     # Timestamps before this date are implausible (Kafka's first release was in 2011).
-    earliest_timestamp: str = "2010-01-01"
+    earliest_timestamp: IsoDate = "2010-01-01"
     # Timestamps later than the validation time plus this are implausible.
-    future_tolerance: str = "1d"
+    future_tolerance: Duration = Duration("1d")
     # Send the rows that fail an expectation to quality_quarantine instead of the table.
-    quarantine_failed_rows: bool = True
+    quarantine_failed_rows: StrictBool = True
     # Batches up to this many rows are collected (the checked columns, through Arrow) and
     # validated with great-expectations' pandas engine; larger ones on its Spark engine, one
     # Spark job per metric, which costs far more than pandas on rows that fit on the driver
     # (docs/benchmarks.md, "Measurements behind design choices").
-    pandas_max_rows: int = 2_000_000
-
-    def __post_init__(self) -> None:
-        if not re.match(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$", self.earliest_timestamp):
-            raise InvalidConfigError("earliest_timestamp", "must be a date such as '2010-01-01'")
-        _check_durations(self, "future_tolerance")
-        _check_at_least(self, 0, "pandas_max_rows")
+    pandas_max_rows: AtLeast0 = 2_000_000
 
 
-@dataclass(frozen=True, slots=True)
+@_section
 class Config:
     env: str = "base"
     sources: SourcesConfig = field(default_factory=SourcesConfig)
@@ -716,36 +815,427 @@ class Config:
     quality: QualityConfig = field(default_factory=QualityConfig)
 
 
+# --------------------------------------------------------------------------- errors
+
+
+def _join(path: str, name: str | int) -> str:
+    if isinstance(name, int):
+        return f"{path}[{name}]"
+    if not name:
+        return path
+    return f"{path}.{name}" if path else name
+
+
+def _loc_path(loc: tuple[str | int, ...], prefix: str = "") -> str:
+    path = prefix
+    for part in loc:
+        path = _join(path, part)
+    return path
+
+
+def _unwrap(hint: Any) -> Any:
+    """``hint`` without ``Annotated`` metadata and without ``| None``."""
+    while True:
+        if typing.get_origin(hint) is Annotated:
+            hint = typing.get_args(hint)[0]
+            continue
+        if typing.get_origin(hint) in (typing.Union, types.UnionType):
+            options = [a for a in typing.get_args(hint) if a is not type(None)]
+            if len(options) == 1:
+                hint = options[0]
+                continue
+        return hint
+
+
+def _child_type(hint: Any, part: str | int) -> Any:
+    """The type of ``part`` inside a value of type ``hint`` (None when there is none)."""
+    hint = _unwrap(hint)
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return typing.get_type_hints(hint, include_extras=True).get(str(part))
+    origin = typing.get_origin(hint)
+    if origin in (Mapping, dict):
+        return typing.get_args(hint)[1]
+    if origin is tuple:
+        return typing.get_args(hint)[0]
+    return None
+
+
+def _type_at(root: Any, loc: tuple[str | int, ...]) -> Any:
+    hint = root
+    for part in loc:
+        hint = _child_type(hint, part)
+        if hint is None:
+            return None
+    return hint
+
+
+def _known_keys(hint: Any) -> str:
+    hint = _unwrap(hint)
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return ", ".join(sorted(f.name for f in dataclasses.fields(hint)))
+    return ""
+
+
+_TYPE_NAMES = {
+    "int_type": "int",
+    "int_parsing": "int",
+    "int_from_float": "int",
+    "float_type": "float",
+    "float_parsing": "float",
+    "bool_type": "bool",
+    "bool_parsing": "bool",
+    "string_type": "str",
+    "tuple_type": "an array",
+    "list_type": "an array",
+    "dict_type": "a table",
+    "mapping_type": "a table",
+    "dataclass_type": "a table",
+    "dataclass_exact_type": "a table",
+    "model_type": "a table",
+}
+
+
+def _message(error: Any, root: Any) -> tuple[tuple[str | int, ...], str]:
+    """(location, message) of one pydantic error; the input value is never repeated unless the
+    key cannot hold a secret (enumerations, numbers)."""
+    loc: tuple[str | int, ...] = tuple(error["loc"])
+    kind: str = error["type"]
+    ctx: dict[str, Any] = error.get("ctx") or {}
+    value = error.get("input")
+    if kind in ("value_error", "assertion_error"):
+        cause = ctx.get("error")
+        if isinstance(cause, InvalidConfigError):
+            # A section's cross-key check names the key relative to its section.
+            suffix = tuple(cause.key_path.split(".")) if cause.key_path else ()
+            return loc + suffix, str(cause).split(": ", 1)[1]
+        return loc, str(cause) if cause is not None else error["msg"]
+    if kind in ("unexpected_keyword_argument", "extra_forbidden"):
+        known = _known_keys(_type_at(root, loc[:-1]))
+        return loc, f"unknown key (known: {known})" if known else "unknown key"
+    if kind in ("missing", "missing_keyword_argument"):
+        return loc, "required key is missing"
+    if kind == "literal_error":
+        got = repr(value) if isinstance(value, str) else f"a {type(value).__name__}"
+        return loc, f"{got} is not one of {ctx.get('expected')}"
+    if kind == "greater_than_equal":
+        return loc, f"must be at least {ctx['ge']}, not {value}"
+    if kind == "greater_than":
+        return loc, f"must be greater than {ctx['gt']}, not {value}"
+    if kind == "less_than_equal":
+        return loc, f"must be at most {ctx['le']}, not {value}"
+    if kind in _TYPE_NAMES:
+        # The value itself is not echoed: a secret typed into the wrong key must not be printed.
+        return loc, f"expected {_TYPE_NAMES[kind]}, got {type(value).__name__}"
+    return loc, f"{error['msg']} (got a {type(value).__name__})"
+
+
+def _invalid(exc: ValidationError, root: Any, prefix: str = "") -> InvalidConfigError:
+    """One :class:`InvalidConfigError` for a pydantic error: the first problem, by key path, and
+    the key paths of the others."""
+    problems = [_message(e, root) for e in exc.errors()]
+    loc, message = problems[0]
+    others = [_loc_path(other, prefix) for other, _ in problems[1:]]
+    if others:
+        message += f" (also invalid: {', '.join(others)})"
+    return InvalidConfigError(_loc_path(loc, prefix), message)
+
+
+_ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
+
+
+def _adapter(cls: Any) -> TypeAdapter[Any]:
+    adapter = _ADAPTERS.get(cls)
+    if adapter is None:
+        adapter = _ADAPTERS[cls] = TypeAdapter(cls)
+    return adapter
+
+
+def from_mapping(cls: type[T], data: Mapping[str, Any], path: str = "") -> T:
+    """Build the configuration section ``cls`` from a mapping, checking keys and types.
+
+    Raises:
+        InvalidConfigError: naming the dotted key path (under ``path``) of the first problem.
+    """
+    if not isinstance(data, Mapping):
+        raise InvalidConfigError(path, f"expected a table, got {type(data).__name__}")
+    try:
+        return typing.cast("T", _adapter(cls).validate_python(dict(data)))
+    except ValidationError as exc:
+        raise _invalid(exc, cls, path) from None
+
+
 # --------------------------------------------------------------------------- loading
 
+# OFFSETSCOPE_CONF_DIR names the folder of the TOML files; OFFSETSCOPE__<KEY>__<KEY> variables
+# override single keys.
+CONF_DIR_VARIABLE = "OFFSETSCOPE_CONF_DIR"
+OVERRIDE_PREFIX = "OFFSETSCOPE__"
+SCHEMA_FILE = "offsetscope.schema.json"
 
-def default_conf_dir() -> Path:
-    """The repository's ``conf/`` folder (overridable with ``OFFSETSCOPE_CONF_DIR``)."""
-    override = os.environ.get("OFFSETSCOPE_CONF_DIR")
+# The installed package, the conf/ of a checkout beside lib/, and the copy inside the wheel
+# (package offsetscope._conf; in a checkout a link to conf/).
+_PACKAGE_DIR = Path(offsetscope.__file__).resolve().parent
+_CHECKOUT_ROOT = _PACKAGE_DIR.parents[1]
+_PACKAGED_CONF = _PACKAGE_DIR / "_conf"
+
+
+def _checkout_conf_dir() -> Path | None:
+    conf = _CHECKOUT_ROOT / "conf"
+    if (conf / "base.toml").is_file() and (_CHECKOUT_ROOT / "pyproject.toml").is_file():
+        return conf
+    return None
+
+
+def packaged_conf_dir() -> Path:
+    """The TOML files shipped inside the wheel (``offsetscope init`` copies them out)."""
+    return _PACKAGED_CONF
+
+
+def default_conf_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """Where the TOML files are: ``OFFSETSCOPE_CONF_DIR`` if set, else the checkout's ``conf/``
+    (when the package runs from a checkout), else the copy inside the installed wheel."""
+    override = environ.get(CONF_DIR_VARIABLE)
     if override:
         return Path(override)
-    return Path(__file__).resolve().parents[2] / "conf"
+    return _checkout_conf_dir() or packaged_conf_dir()
 
 
-def load(env: str = "local", conf_dir: Path | None = None, extra: Path | None = None) -> Config:
-    """Load ``base.toml``, overlay ``<env>.toml`` and an optional extra file, and validate.
+def project_root(environ: Mapping[str, str] = os.environ) -> Path:
+    """The folder relative paths in ``conf/`` are resolved against: the parent of the conf
+    folder, or the working directory when the configuration is the wheel's own copy (relative
+    paths never point into the installed package)."""
+    conf = default_conf_dir(environ).resolve()
+    if conf == packaged_conf_dir().resolve() and _checkout_conf_dir() is None:
+        return Path.cwd()
+    return conf.parent
+
+
+def load(
+    env: str = "local",
+    conf_dir: Path | None = None,
+    extra: Path | None = None,
+    *,
+    environ: Mapping[str, str] = os.environ,
+) -> Config:
+    """Load ``base.toml``, overlay ``<env>.toml``, an optional extra file and the environment's
+    ``OFFSETSCOPE__...`` overrides, and validate.
 
     Args:
         env: environment name; ``conf/<env>.toml`` must exist unless ``env`` is ``base``.
-        conf_dir: folder holding the TOML files (default: the repository's ``conf/``).
+        conf_dir: folder holding the TOML files (default: :func:`default_conf_dir`).
         extra: a further TOML file overlaid last (a job's ``--conf``).
+        environ: the environment variables (``OFFSETSCOPE_CONF_DIR``, overrides).
 
     Raises:
-        InvalidConfigError: a file is missing or unparsable, or a key is unknown or mistyped.
+        InvalidConfigError: a file is missing or unparsable, or a key is unknown or invalid.
     """
-    folder = conf_dir or default_conf_dir()
+    folder = conf_dir or default_conf_dir(environ)
     tree = _read_toml(folder / "base.toml")
     if env != "base":
         tree = merge(tree, _read_toml(folder / f"{env}.toml"))
     if extra is not None:
         tree = merge(tree, _read_toml(extra))
+    overrides = environment_overrides(environ, tree)
+    for o in overrides:
+        tree = _set(tree, o.path, o.value, o.variable)
     tree = {**tree, "env": env}
-    return from_mapping(Config, tree)
+    try:
+        return from_mapping(Config, tree)
+    except InvalidConfigError as exc:
+        for o in reversed(overrides):
+            if exc.key_path == o.key_path or exc.key_path.startswith(
+                (f"{o.key_path}.", f"{o.key_path}[")
+            ):
+                message = str(exc).split(": ", 1)[1]
+                raise InvalidConfigError(
+                    exc.key_path, f"{message} (set by environment variable {o.variable})"
+                ) from None
+        raise
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Override:
+    """One key set by an environment variable."""
+
+    variable: str
+    path: tuple[str, ...]
+    value: Any
+
+    @property
+    def key_path(self) -> str:
+        return ".".join(self.path)
+
+
+def environment_overrides(
+    environ: Mapping[str, str], tree: Mapping[str, Any] | None = None
+) -> list[Override]:
+    """Per-key overrides from ``OFFSETSCOPE__<SECTION>__<KEY>=value`` variables.
+
+    ``OFFSETSCOPE__SOURCES__KAFKA__BOOTSTRAP_SERVERS=host:9092`` sets ``[sources.kafka]
+    bootstrap_servers``. Key names are matched without regard to case; a table key (a group id,
+    a webhook name, an option) already in ``tree`` is matched the same way, a new one is taken
+    as written. A value is a TOML literal (``42``, ``true``, ``["a", "b"]``) where the key holds
+    a number, a boolean, an array or a table, and the text as it is where it holds a string.
+
+    Returns:
+        the overrides in the order they apply (outer keys first).
+
+    Raises:
+        InvalidConfigError: a variable names an unknown key (naming the variable and the path).
+    """
+    found: list[Override] = []
+    names = [n for n in environ if n.startswith(OVERRIDE_PREFIX)]
+    for variable in sorted(names, key=lambda n: (n.count("__"), n)):
+        parts = variable[len(OVERRIDE_PREFIX) :].split("__")
+        path = tuple(_override_path(variable, parts, tree or {}))
+        value = _override_value(environ[variable], _type_at(Config, path))
+        found.append(Override(variable, path, value))
+    return found
+
+
+def _override_path(variable: str, parts: list[str], tree: Mapping[str, Any]) -> list[str]:
+    path: list[str] = []
+    hint: Any = Config
+    node: Any = tree
+    for part in parts:
+        where = ".".join(path)
+        if not part:
+            raise InvalidConfigError(where, f"environment variable {variable}: empty key name")
+        base = _unwrap(hint)
+        if dataclasses.is_dataclass(base) and isinstance(base, type):
+            names = {f.name.lower(): f.name for f in dataclasses.fields(base)}
+            name = names.get(part.lower())
+            if name is None or (not path and name == "env"):
+                known = ", ".join(sorted(n for n in names.values() if path or n != "env"))
+                raise InvalidConfigError(
+                    _join(where, part.lower()),
+                    f"environment variable {variable} names an unknown key (known: {known})",
+                )
+        elif typing.get_origin(base) in (Mapping, dict):
+            existing = node if isinstance(node, Mapping) else {}
+            name = next((k for k in existing if str(k).lower() == part.lower()), part)
+        else:
+            raise InvalidConfigError(
+                where, f"environment variable {variable}: {where} is not a table"
+            )
+        path.append(name)
+        hint = _child_type(base, name)
+        node = node.get(name) if isinstance(node, Mapping) else None
+    return path
+
+
+def _is_text(hint: Any) -> bool:
+    """Whether a key of type ``hint`` holds a string (then an override's text is taken as is)."""
+    base = _unwrap(hint)
+    if typing.get_origin(base) is Literal:
+        return all(isinstance(a, str) for a in typing.get_args(base))
+    return isinstance(base, type) and issubclass(base, str)
+
+
+def _override_value(text: str, hint: Any) -> Any:
+    if _is_text(hint):
+        return text
+    try:
+        return tomllib.loads(f"value = {text}")["value"]
+    except tomllib.TOMLDecodeError:
+        return text  # validation names the key and the type it expected
+
+
+def _set(
+    tree: Mapping[str, Any], path: tuple[str, ...], value: Any, variable: str, depth: int = 0
+) -> dict[str, Any]:
+    out = dict(tree)
+    head = path[depth]
+    if depth == len(path) - 1:
+        out[head] = value
+        return out
+    child = out.get(head, {})
+    if not isinstance(child, Mapping):
+        raise InvalidConfigError(
+            ".".join(path[: depth + 1]),
+            f"environment variable {variable} sets a key inside it, but the files set it to a"
+            f" {type(child).__name__}",
+        )
+    out[head] = _set(child, path, value, variable, depth + 1)
+    return out
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise InvalidConfigError("", f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidConfigError("", f"{path} is not valid TOML: {exc}") from None
+
+
+def merge(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    """Deep-merge two TOML trees; tables merge key by key, everything else is replaced."""
+    out = dict(base)
+    for key, value in overlay.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+# --------------------------------------------------------------------------- schema, templates
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of the TOML files (editors validate ``conf/*.toml`` with it)."""
+    body = TypeAdapter(Config).json_schema()
+    body.pop("title", None)
+    body["properties"].pop("env", None)  # from --env, not from the files
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "offsetscope configuration",
+        "description": "conf/base.toml overlaid by conf/<env>.toml. Written by `make conf-schema`"
+        " from lib/offsetscope/config.py; do not edit.",
+        **body,
+    }
+
+
+def schema_text() -> str:
+    return json.dumps(json_schema(), indent=2) + "\n"
+
+
+def write_schema(path: Path) -> bool:
+    """Write :func:`schema_text` to ``path``; whether the file changed."""
+    text = schema_text()
+    if path.is_file() and path.read_text() == text:
+        return False
+    path.write_text(text)
+    return True
+
+
+def template_files() -> list[Path]:
+    """The configuration templates inside the package: the TOML files and their schema."""
+    folder = packaged_conf_dir()
+    files = sorted(folder.glob("*.toml"))
+    if not files:
+        raise FileNotFoundError(f"no configuration templates in {folder}")
+    return [*files, folder / SCHEMA_FILE]
+
+
+def write_templates(dest: Path, *, overwrite: bool = False) -> list[Path]:
+    """Copy the packaged ``conf/`` files (TOML and schema) into ``dest``; the paths written.
+
+    Raises:
+        FileExistsError: a file is already there and ``overwrite`` is false (nothing written).
+    """
+    sources = template_files()
+    targets = [dest / s.name for s in sources]
+    existing = [t for t in targets if t.exists()]
+    if existing and not overwrite:
+        names = ", ".join(str(t) for t in existing)
+        raise FileExistsError(f"not overwriting what is there: {names}")
+    dest.mkdir(parents=True, exist_ok=True)
+    for source, target in zip(sources, targets, strict=True):
+        target.write_bytes(source.read_bytes())
+    return targets
 
 
 # --------------------------------------------------------------------------- overlays
@@ -775,7 +1265,7 @@ def with_kafka_source(
     bootstrap_servers: str,
     *,
     starting_offsets: str = "earliest",
-    isolation_level: str = "read_committed",
+    isolation_level: IsolationLevel = "read_committed",
     **changes: Any,
 ) -> Config:
     """``cfg`` reading the internal topics of the cluster at ``bootstrap_servers``; ``changes``
@@ -820,101 +1310,3 @@ def with_storage(
 def with_pipeline(cfg: Config, **changes: Any) -> Config:
     """``cfg`` with ``[pipeline]`` settings replaced (``trigger="available_now"``, ...)."""
     return dataclasses.replace(cfg, pipeline=dataclasses.replace(cfg.pipeline, **changes))
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise InvalidConfigError("", f"config file {path} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidConfigError("", f"{path} is not valid TOML: {exc}") from None
-
-
-def merge(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
-    """Deep-merge two TOML trees; tables merge key by key, everything else is replaced."""
-    out = dict(base)
-    for key, value in overlay.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
-def from_mapping(cls: type[T], data: Mapping[str, Any], path: str = "") -> T:
-    """Build the frozen dataclass ``cls`` from a mapping, checking keys and types recursively."""
-    if not isinstance(data, Mapping):
-        raise InvalidConfigError(path, f"expected a table, got {type(data).__name__}")
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
-        where = _join(path, unknown[0])
-        raise InvalidConfigError(where, f"unknown key (known: {', '.join(sorted(fields))})")
-    kwargs: dict[str, Any] = {}
-    for name, value in data.items():
-        kwargs[name] = _coerce(hints[name], value, _join(path, name))
-    missing = [
-        n
-        for n, f in fields.items()
-        if n not in kwargs
-        and f.default is dataclasses.MISSING
-        and f.default_factory is dataclasses.MISSING
-    ]
-    if missing:
-        raise InvalidConfigError(_join(path, missing[0]), "required key is missing")
-    try:
-        return cls(**kwargs)
-    except InvalidConfigError as exc:
-        # __post_init__ validators name the key relative to their section.
-        raise InvalidConfigError(_join(path, exc.key_path), str(exc).split(": ", 1)[1]) from None
-
-
-def _coerce(hint: Any, value: Any, path: str) -> Any:
-    origin = typing.get_origin(hint)
-    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-        return from_mapping(hint, value, path)
-    if origin in (typing.Union, types.UnionType):
-        options = typing.get_args(hint)
-        if value is None and type(None) in options:
-            return None
-        errors = []
-        for option in options:
-            if option is type(None):
-                continue
-            try:
-                return _coerce(option, value, path)
-            except InvalidConfigError as exc:
-                errors.append(str(exc))
-        raise InvalidConfigError(path, f"no alternative of {hint} accepts a {type(value).__name__}")
-    if origin in (Mapping, dict) or hint in (Mapping, dict):
-        if not isinstance(value, Mapping):
-            raise InvalidConfigError(path, f"expected a table, got {type(value).__name__}")
-        args = typing.get_args(hint) or (str, Any)
-        return {
-            _coerce(args[0], k, _join(path, str(k))): _coerce(args[1], v, _join(path, str(k)))
-            for k, v in value.items()
-        }
-    if origin in (tuple, list) or hint in (tuple, list):
-        if not isinstance(value, list):
-            raise InvalidConfigError(path, f"expected an array, got {type(value).__name__}")
-        item_types: tuple[Any, ...] = typing.get_args(hint) or (Any,)
-        return tuple(_coerce(item_types[0], v, f"{path}[{i}]") for i, v in enumerate(value))
-    if hint is Any:
-        return value
-    if hint is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if hint is int and isinstance(value, bool):
-        raise InvalidConfigError(path, "expected int, got bool")
-    if isinstance(hint, type) and not isinstance(value, hint):
-        # The value itself is not echoed: a secret typed into the wrong key must not be printed.
-        raise InvalidConfigError(path, f"expected {hint.__name__}, got {type(value).__name__}")
-    return value
-
-
-def _join(path: str, name: str) -> str:
-    if not name:
-        return path
-    return f"{path}.{name}" if path else name

@@ -87,7 +87,7 @@ def test_a_broker_restart_loses_and_doubles_nothing(
 
     cfg = config.with_kafka_source(offsetscope_config, bootstrap)
     cfg = config.with_storage(cfg, schema=f"t_restart_{tag}", checkpoint_dir=tmp_path / "cp")
-    cfg = config.with_pipeline(cfg, trigger="processing_time", processing_time="1 second")
+    cfg = config.with_pipeline(cfg, trigger="processing_time", processing_time="1s")
 
     made = _round(bootstrap, groups, topic, 1)
     query, pipeline = ingest.start(spark, cfg, query_name=f"restart_{tag}")

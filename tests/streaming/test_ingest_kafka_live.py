@@ -137,7 +137,7 @@ def live_cfg(
     schema = f"t_live_{uuid.uuid4().hex[:8]}"
     cfg = config.with_kafka_source(offsetscope_config, kafka_broker.bootstrap)
     cfg = config.with_storage(cfg, schema=schema, checkpoint_dir=tmp_path / "checkpoints")
-    return config.with_pipeline(cfg, trigger="processing_time", processing_time="1 second")
+    return config.with_pipeline(cfg, trigger="processing_time", processing_time="1s")
 
 
 def test_rows_appear_while_the_query_runs(

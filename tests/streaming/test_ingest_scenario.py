@@ -145,11 +145,18 @@ def test_a_batch_writes_as_many_files_as_its_partitions_not_one_per_topic_partit
         for p in r["source_partitions"]
     }
     assert len(spread) > cfg.spark.shuffle_partitions  # else the check below proves nothing
-    for logical in ("raw_records", "offset_commits", "transaction_log_events"):
-        history = spark.sql(f"DESCRIBE HISTORY {catalogue.table_name(cfg, logical)}")
-        added = [
-            int(r["operationMetrics"]["numFiles"])
-            for r in history.where("operation = 'WRITE'").collect()
-        ]
+    for logical in ("raw_records", "transaction_log_events", "control_records"):
+        added = _appended_files(spark, cfg, logical)
         assert added, logical
         assert max(added) <= cfg.spark.shuffle_partitions, (logical, added)
+    # Every commit of the scenario is transactional (MERGEd once its marker is known): a batch
+    # with no plain commit makes no empty append either.
+    assert _appended_files(spark, cfg, "offset_commits") == []
+
+
+def _appended_files(spark: SparkSession, cfg: config.Config, logical: str) -> list[int]:
+    history = spark.sql(f"DESCRIBE HISTORY {catalogue.table_name(cfg, logical)}")
+    return [
+        int(r["operationMetrics"]["numFiles"])
+        for r in history.where("operation = 'WRITE'").collect()
+    ]

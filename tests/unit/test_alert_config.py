@@ -84,7 +84,7 @@ window = "1h"
             "alerts.rebalance_storm.groups.x.max_generation",
             "unknown key",
         ),
-        ('[alerts]\ntime_source = "wall"', "alerts.time_source", "must be one of"),
+        ('[alerts]\ntime_source = "wall"', "alerts.time_source", "not one of 'event_time' or"),
         (
             '[alerts.notify.webhooks.ops]\nurl = "https://hooks.example.com/T000/B000/XXXX"',
             "alerts.notify.webhooks.ops.url",

@@ -91,10 +91,15 @@ def test_results_keep_findings_and_limits_beside_metrics(
     assert "| `x_per_s` | 2 | records/s | >= 1 | tiny input |" in docs
     assert "No Zookeeper servers specified" in docs
     assert "**x_per_s.** the fixed cost per batch" in docs
-    # a later run of another benchmark keeps the earlier figures
+    # a later run of another benchmark keeps the earlier figures, and the hand-written section
+    (tmp_path / "benchmarks.md").write_text(f"{docs}\n{common.KEPT_SECTION}\n\n| kept | row |\n")
     common.save_results([common.Metric("y", "x", [1.5], "other")], {})
     again = json.loads((tmp_path / "results.json").read_text())
     assert set(again["metrics"]) == {"x_per_s", "y"}
+    rewritten = (tmp_path / "benchmarks.md").read_text()
+    assert "| `y` | 1.5 | x |" in rewritten
+    assert rewritten.count(common.KEPT_SECTION) == 1
+    assert rewritten.endswith(f"{common.KEPT_SECTION}\n\n| kept | row |\n")
 
 
 def test_rss_sampler_counts_the_root_and_its_children() -> None:
@@ -162,8 +167,8 @@ def test_freshness_is_also_measured_at_the_shipped_trigger() -> None:
 
     from offsetscope import config
 
-    # conf/ ships "30 seconds"; the benchmark reads it rather than repeating it.
-    assert config.load("local").pipeline.processing_time == "30 seconds"
+    # conf/ ships "30s"; the benchmark reads it rather than repeating it.
+    assert config.load("local").pipeline.processing_time == "30s"
     assert shipped_trigger_s() == 30
 
 

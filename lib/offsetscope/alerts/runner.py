@@ -562,7 +562,7 @@ def start(
         .option("checkpointLocation", checkpoint or checkpoint_path(cfg, runner.query_name))
     )
     if cfg.alerts.trigger == "processing_time":
-        writer = writer.trigger(processingTime=cfg.alerts.processing_time)
+        writer = writer.trigger(processingTime=cfg.alerts.processing_time.spark_interval)
     else:
         writer = writer.trigger(availableNow=True)
     return writer.start(), runner

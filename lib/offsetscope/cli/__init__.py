@@ -9,6 +9,7 @@ Sub-commands::
     offsetscope sql "SELECT ..." [--env E]                                         (sql)
     offsetscope ingest [--env E] [--conf F]                                        (ingest)
     offsetscope alerts [--env E] [--conf F]                                        (alerts)
+    offsetscope init [DIR] [--force]                                               (init)
 
 Each module adds its parsers through ``register(subparsers)`` and imports what its handler needs
 (Spark, the simulator) inside the handler, so ``decode`` never pays for a JVM. Exit codes: 0
@@ -22,11 +23,11 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from offsetscope.cli import alerts, decode, ingest, simulate, sql
+from offsetscope.cli import alerts, decode, ingest, init, simulate, sql
 
 Handler = Callable[[argparse.Namespace], int]
 
-COMMANDS = (decode, simulate, sql, ingest, alerts)
+COMMANDS = (decode, simulate, sql, ingest, alerts, init)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -84,7 +84,7 @@ def start(
         .option("checkpointLocation", checkpoint or checkpoint_path(cfg, name))
     )
     if cfg.pipeline.trigger == "processing_time":
-        writer = writer.trigger(processingTime=cfg.pipeline.processing_time)
+        writer = writer.trigger(processingTime=cfg.pipeline.processing_time.spark_interval)
     elif pipe.kind == sources.KAFKA:
         writer = writer.trigger(availableNow=True)
     return writer.start(), pipe

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from offsetscope.config import (
     StorageConfig,
-    default_conf_dir,
+    project_root,
 )
 
 
@@ -40,7 +40,7 @@ def storage_spark_conf(storage: StorageConfig) -> dict[str, str]:
 
 def _resolve(path: str) -> Path:
     candidate = Path(path).expanduser()
-    return candidate if candidate.is_absolute() else default_conf_dir().resolve().parent / path
+    return candidate if candidate.is_absolute() else project_root() / path
 
 
 def prepare_storage(storage: StorageConfig) -> list[Path]:

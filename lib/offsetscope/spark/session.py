@@ -38,7 +38,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from offsetscope import redaction
-from offsetscope.config import Config, default_conf_dir
+from offsetscope.config import Config, project_root
 from offsetscope.secrets import files as secrets_files
 from offsetscope.secrets import kafka as secrets_kafka
 
@@ -58,7 +58,7 @@ class SparkJarsMissingError(FileNotFoundError):
 def _resolve(path: str) -> Path:
     # Relative paths in conf/ are relative to the project root (the folder holding conf/).
     candidate = Path(path).expanduser()
-    return candidate if candidate.is_absolute() else default_conf_dir().resolve().parent / path
+    return candidate if candidate.is_absolute() else project_root() / path
 
 
 def local_jars(jars_dir: str) -> list[Path]:

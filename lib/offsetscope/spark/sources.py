@@ -49,7 +49,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from offsetscope.config import Config, default_conf_dir
+from offsetscope.config import Config, project_root
 from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC
 from offsetscope.secrets import kafka as secrets_kafka
 from offsetscope.secrets import references as secrets_references
@@ -363,7 +363,7 @@ def resolve_path(path: str) -> str:
     candidate = Path(path).expanduser()
     if candidate.is_absolute():
         return str(candidate)
-    return str(default_conf_dir().resolve().parent / candidate)
+    return str(project_root() / candidate)
 
 
 def segment_stream(spark: SparkSession, cfg: Config, log_dir: str | None = None) -> DataFrame:

@@ -129,8 +129,8 @@ class TableSpec:
         """Delta table properties."""
         props = {
             "delta.appendOnly": "true" if self.append_only else "false",
-            "delta.logRetentionDuration": cfg.pipeline.log_retention,
-            "delta.deletedFileRetentionDuration": cfg.pipeline.deleted_file_retention,
+            "delta.logRetentionDuration": cfg.pipeline.log_retention.delta_interval,
+            "delta.deletedFileRetentionDuration": cfg.pipeline.deleted_file_retention.delta_interval,
         }
         if self.change_data_feed:
             props["delta.enableChangeDataFeed"] = "true"

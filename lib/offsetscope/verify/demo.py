@@ -619,7 +619,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scenario", default=SCENARIO, help="offline: the catalogue scenario")
     parser.add_argument("--seconds", type=float, default=120.0, help="live: how long")
     parser.add_argument("--every", type=float, default=30.0, help="live: answers every N s")
-    parser.add_argument("--trigger", default="5 seconds", help="live: processing-time trigger")
+    parser.add_argument("--trigger", default="5s", help="live: processing-time trigger")
     args = parser.parse_args(argv)
     from offsetscope.spark.sources import resolve_path
 

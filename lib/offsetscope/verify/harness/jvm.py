@@ -13,7 +13,7 @@ import re
 import shutil
 from pathlib import Path
 
-from offsetscope.config import default_conf_dir
+from offsetscope import config
 
 
 class MissingJarsError(FileNotFoundError):
@@ -32,7 +32,7 @@ _VERSION_START = re.compile(r"-(?=\d+\.\d)")
 
 def project_root() -> Path:
     """The folder relative configuration paths are resolved against (parent of ``conf/``)."""
-    return default_conf_dir().resolve().parent
+    return config.project_root()
 
 
 def resolve_path(path: str | Path) -> Path:
