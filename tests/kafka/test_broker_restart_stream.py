@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -28,7 +27,7 @@ from offsetscope import config
 from offsetscope.pipelines import ingest
 from offsetscope.protocol.records import OFFSETS_TOPIC
 from offsetscope.spark import tables as catalogue
-from offsetscope.verify.harness.broker import Broker, BrokerHandle
+from offsetscope.verify.harness.broker import Broker, BrokerHandle, throwaway
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.streaming]
 
@@ -38,15 +37,10 @@ GROUPS = 3
 
 @pytest.fixture
 def own_broker(offsetscope_config: config.Config) -> Iterator[tuple[Broker, BrokerHandle]]:
-    broker = Broker(dataclasses.replace(offsetscope_config.broker, name=f"restart-{os.getpid()}"))
-    handle = broker.start(fresh=True, tie_to_parent=True)
-    try:
-        yield broker, handle
-    finally:
-        running = broker.attach()
-        if running is not None:
-            running.stop()
-        shutil.rmtree(broker.paths.root, ignore_errors=True)
+    with throwaway(
+        dataclasses.replace(offsetscope_config.broker, name=f"restart-{os.getpid()}")
+    ) as started:
+        yield started
 
 
 def _commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import gc
 import os
-import shutil
 import time
 import uuid
 from collections.abc import Iterator
@@ -32,7 +31,7 @@ from offsetscope.pipelines import ingest
 from offsetscope.protocol.records import OFFSETS_TOPIC
 from offsetscope.spark import tables as catalogue
 from offsetscope.verify.harness import clients
-from offsetscope.verify.harness.broker import Broker, BrokerHandle
+from offsetscope.verify.harness.broker import Broker, BrokerHandle, throwaway
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.streaming]
 
@@ -57,15 +56,8 @@ def compacting_broker(offsetscope_config: config.Config) -> Iterator[tuple[Broke
         offsets_partitions=1,  # every group's records in one partition, one cleaner log
         properties={**offsetscope_config.broker.properties, **CLEANER},
     )
-    broker = Broker(settings)
-    handle = broker.start(fresh=True, tie_to_parent=True)
-    try:
-        yield broker, handle
-    finally:
-        running = broker.attach()
-        if running is not None:
-            running.stop()
-        shutil.rmtree(broker.paths.root, ignore_errors=True)
+    with throwaway(settings) as started:
+        yield started
 
 
 def _cleaned_up_to(data_dir: Path) -> int:

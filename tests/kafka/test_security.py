@@ -55,6 +55,7 @@ from offsetscope.secrets.access import AclRule, KafkaAccessError
 from offsetscope.spark import sources, tables
 from offsetscope.verify.harness import acls
 from offsetscope.verify.harness.broker import Broker, BrokerHandle
+from offsetscope.verify.harness.clients import consume_and_commit
 
 pytestmark = pytest.mark.kafka
 
@@ -182,28 +183,7 @@ def _build_world(handle: BrokerHandle, base: config.Config, password: str, token
     for i in range(MESSAGES):
         producer.produce(w.topic, key=str(i).encode(), value=b"order")
     assert producer.flush(30) == 0
-    consumer = Consumer(
-        {
-            **super_user,
-            "group.id": w.group,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
-    consumed = 0
-    try:
-        consumer.subscribe([w.topic])
-        for _ in range(120):
-            if consumed == MESSAGES:
-                break
-            msg = consumer.poll(0.5)
-            if msg is not None:
-                assert msg.error() is None, msg.error()
-                consumed += 1
-        consumer.commit(asynchronous=False)
-    finally:
-        consumer.close()
-    assert consumed == MESSAGES
+    assert consume_and_commit(super_user, w.group, w.topic, want=MESSAGES) == MESSAGES
     metadata = Consumer({**super_user, "group.id": w.txn_group}).consumer_group_metadata()
     txn = Producer({**super_user, "transactional.id": w.txn_id})
     txn.init_transactions(30)

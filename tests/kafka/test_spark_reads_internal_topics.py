@@ -37,6 +37,7 @@ from offsetscope.protocol import decode_record
 from offsetscope.protocol.records import CoordinatorRecord
 from offsetscope.spark.session import KAFKA_OFFSET_FETCHING
 from offsetscope.verify.harness.broker import BrokerHandle
+from offsetscope.verify.harness.clients import consume_and_commit
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -78,28 +79,8 @@ def activity(kafka_broker: BrokerHandle) -> Activity:
         producer.produce(act.topic, key=str(i).encode(), value=b"order")
     assert producer.flush(30) == 0
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": act.member_group,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
-    consumed = 0
-    try:
-        consumer.subscribe([act.topic])
-        for _ in range(120):
-            if consumed == MESSAGES:
-                break
-            msg = consumer.poll(0.5)
-            if msg is not None:
-                assert msg.error() is None, msg.error()
-                consumed += 1
-        consumer.commit(asynchronous=False)
-    finally:
-        consumer.close()
-    assert consumed == MESSAGES
+    client = {"bootstrap.servers": bootstrap}
+    assert consume_and_commit(client, act.member_group, act.topic, want=MESSAGES) == MESSAGES
 
     for txn_id, group, partition, offset, commit in (
         (act.txn_committed, act.txn_group, 0, 7, True),

@@ -17,7 +17,6 @@ generator wrote must be in the history tables.
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import MapType
+from run_config import segment_run_config
 
 from offsetscope import config
 from offsetscope.pipelines import ingest
@@ -76,21 +76,6 @@ class Runs:
     query: str
 
 
-def _cfg(base: config.Config, schema: str, root: Path) -> config.Config:
-    return dataclasses.replace(
-        base,
-        storage=dataclasses.replace(
-            base.storage, schema=schema, checkpoint_dir=str(root / f"checkpoints-{schema}")
-        ),
-        sources=dataclasses.replace(
-            base.sources,
-            kind="segments",
-            segments=dataclasses.replace(base.sources.segments, max_records_per_trigger=100_000),
-        ),
-        pipeline=dataclasses.replace(base.pipeline, trigger="available_now"),
-    )
-
-
 @pytest.fixture(scope="module")
 def runs(
     spark: SparkSession,
@@ -101,8 +86,8 @@ def runs(
     log_dir = root / "logs"
     tag = uuid.uuid4().hex[:8]
     query = f"ingest_{tag}"
-    interrupted = _cfg(offsetscope_config, f"t_interrupted_{tag}", root)
-    uninterrupted = _cfg(offsetscope_config, f"t_uninterrupted_{tag}", root)
+    interrupted = segment_run_config(offsetscope_config, f"t_interrupted_{tag}", root)
+    uninterrupted = segment_run_config(offsetscope_config, f"t_uninterrupted_{tag}", root)
     log = SyntheticLog(log_dir, WORKLOAD)
     try:
         log.run(FIRST_TICKS)

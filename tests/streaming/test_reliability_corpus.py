@@ -21,6 +21,7 @@ from typing import Any
 import corpus_checks
 import pytest
 from pyspark.sql import SparkSession
+from run_config import segment_run_config
 
 from offsetscope import config
 from offsetscope.pipelines import ingest
@@ -76,7 +77,7 @@ def run(
     corpus.write_corpus(entries, log_dir, seed=SEED)
     manifest = corpus.load_manifest(log_dir).to_pylist()
     tag = uuid.uuid4().hex[:8]
-    cfg = corpus_checks.corpus_config(offsetscope_config, f"t_corpus_{tag}", root)
+    cfg = segment_run_config(offsetscope_config, f"t_corpus_{tag}", root)
     try:
         reports = ingest.run(spark, cfg, query_name=f"corpus_{tag}", log_dir=str(log_dir))
         yield Run(cfg, manifest, reports)

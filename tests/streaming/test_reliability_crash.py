@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus_checks import corpus_config
 from pyspark.sql import SparkSession
+from run_config import segment_run_config
 
 from offsetscope import config
 from offsetscope.pipelines import ingest
@@ -46,7 +46,7 @@ def run(
     root = tmp_path_factory.mktemp("crash")
     crash = corpus.write_crash_log(root / "logs", seed=3)
     tag = uuid.uuid4().hex[:8]
-    cfg = corpus_config(offsetscope_config, f"t_crash_{tag}", root)
+    cfg = segment_run_config(offsetscope_config, f"t_crash_{tag}", root)
     try:
         reports = ingest.run(spark, cfg, query_name=f"crash_{tag}", log_dir=str(crash.root))
         yield Run(cfg, crash, reports)

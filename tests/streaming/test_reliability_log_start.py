@@ -12,8 +12,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from corpus_checks import corpus_config
 from pyspark.sql import SparkSession
+from run_config import segment_run_config
 
 from offsetscope import config
 from offsetscope.pipelines import ingest
@@ -49,7 +49,7 @@ def test_offsets_deleted_before_the_query_read_them_are_audited(
     rng = random.Random(4)
     pdir = tmp_path / "logs" / f"{OFFSETS_TOPIC}-0"
     tag = uuid.uuid4().hex[:8]
-    cfg = corpus_config(offsetscope_config, f"t_logstart_{tag}", tmp_path)
+    cfg = segment_run_config(offsetscope_config, f"t_logstart_{tag}", tmp_path)
     query = f"logstart_{tag}"
     try:
         with PartitionWriter(pdir, config=LogConfig(segment_bytes=4096)) as writer:

@@ -5,9 +5,7 @@ Shared by the corpus tests of both sources (a log directory, and mirror topics o
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -62,19 +60,3 @@ def expected_outcomes(manifest: Iterable[Mapping[str, Any]]) -> dict[Coordinates
         for m in manifest
         if m["expected_kind"] in ("error", "unknown")
     }
-
-
-def corpus_config(base: config.Config, schema: str, root: Path) -> config.Config:
-    """``base`` reading a segment directory in available-now batches into ``schema``."""
-    return dataclasses.replace(
-        base,
-        storage=dataclasses.replace(
-            base.storage, schema=schema, checkpoint_dir=str(root / f"checkpoints-{schema}")
-        ),
-        sources=dataclasses.replace(
-            base.sources,
-            kind="segments",
-            segments=dataclasses.replace(base.sources.segments, max_records_per_trigger=100_000),
-        ),
-        pipeline=dataclasses.replace(base.pipeline, trigger="available_now"),
-    )

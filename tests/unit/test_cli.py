@@ -21,26 +21,16 @@ def test_decode_record_prints_the_console_formatter_shape(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     g = next(g for g in GOLDEN if g.name == "offset commit v4 with topicId")
-    assert (
-        main(
-            [
-                "decode",
-                "record",
-                "--topic",
-                "__consumer_offsets",
-                "--key",
-                g.key.hex(),
-                "--value",
-                g.value.hex(),
-            ]
-        )
-        == 0
-    )
+    assert _decode_offsets_record("--key", g.key.hex(), "--value", g.value.hex()) == 0
     assert capsys.readouterr().out.strip() == (
         '{"key":{"type":1,"data":{"group":"g1","topic":"t","partition":0}},"value":{"version":4,'
         '"data":{"offset":42,"leaderEpoch":5,"metadata":"","commitTimestamp":1700000000000,'
         '"topicId":"AAECAwQFBgcICQoLDA0ODw"}}}'
     )
+
+
+def _decode_offsets_record(*args: str) -> int:
+    return main(["decode", "record", "--topic", "__consumer_offsets", *args])
 
 
 def test_decode_record_tombstone(capsys: pytest.CaptureFixture[str]) -> None:
@@ -49,21 +39,7 @@ def test_decode_record_tombstone(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_decode_record_malformed_names_path_and_offset(capsys: pytest.CaptureFixture[str]) -> None:
-    assert (
-        main(
-            [
-                "decode",
-                "record",
-                "--topic",
-                "__consumer_offsets",
-                "--key",
-                OC_KEY.hex(),
-                "--value",
-                "0003 0000",
-            ]
-        )
-        == 1
-    )
+    assert _decode_offsets_record("--key", OC_KEY.hex(), "--value", "0003 0000") == 1
     captured = capsys.readouterr()
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
@@ -73,21 +49,7 @@ def test_decode_record_malformed_names_path_and_offset(capsys: pytest.CaptureFix
 
 
 def test_decode_record_unknown_type(capsys: pytest.CaptureFixture[str]) -> None:
-    assert (
-        main(
-            [
-                "decode",
-                "record",
-                "--topic",
-                "__consumer_offsets",
-                "--key",
-                "7fff0001",
-                "--value",
-                "0000",
-            ]
-        )
-        == 0
-    )
+    assert _decode_offsets_record("--key", "7fff0001", "--value", "0000") == 0
     out = json.loads(capsys.readouterr().out)
     assert out["key"]["type"] == 32767
     assert out["unknown"] == "unknown record type 32767"

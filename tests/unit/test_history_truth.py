@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from offsetscope.history import LagIndex, commit_points, fold_batch
+from offsetscope.history import commit_points, fold_batch
 from offsetscope.history.batch import HistoryOutputs
 from offsetscope.history.events import ControlEvent, Coordinates, Event, event_from_record
-from offsetscope.history.rows import EndOffsetSample, GenerationRow
+from offsetscope.history.rows import GenerationRow
 from offsetscope.history.signals import stuck_rebalances
 from offsetscope.history.tables import materialize
 from offsetscope.protocol import consumer_protocol as cp
@@ -33,6 +33,7 @@ from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC, Coord
 from offsetscope.sim.coordinator.log import LogStore
 from offsetscope.sim.scenarios import load_scenario
 from offsetscope.sim.scenarios.engine import simulate
+from offsetscope.verify.accuracy import lag_at_samples
 
 Line = Mapping[str, Any]
 SCENARIOS = [
@@ -287,43 +288,6 @@ def test_every_transaction_outcome_cause_and_time(name: str) -> None:
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_lag_at_every_sample(name: str) -> None:
     r = run(name)
-    samples = [
-        EndOffsetSample(
-            p["topic"],
-            p["partition"],
-            p["log_start_offset"],
-            p["high_watermark"],
-            p["last_stable_offset"],
-            line["at_ms"],
-        )
-        for line in r.of("EndOffsets")
-        for p in line["partitions"]
-    ]
-    # The simulator samples at a millisecond where commits (or expiry tombstones) may land too,
-    # before or after them. On a doubled time scale a sample sits between the commits of the
-    # millisecond before it and those of its own; the truth must match one of the two orders.
-    points = [dataclasses.replace(c, at=2 * c.at) for c in commit_points(r.out.offset_commits)]
-    before = LagIndex(
-        points, [dataclasses.replace(s, sampled_at=2 * s.sampled_at - 1) for s in samples]
-    )
-    after = LagIndex(
-        points, [dataclasses.replace(s, sampled_at=2 * s.sampled_at + 1) for s in samples]
-    )
-    checked = 0
-    for line in r.of("Lag"):
-        read_committed = line["isolation_level"] == "read_committed"
-        for p in line["partitions"]:
-            want = (p["committed_offset"], p["lag"])
-            got = []
-            for index, as_of in ((before, 2 * line["at_ms"] - 1), (after, 2 * line["at_ms"] + 1)):
-                row = index.lag(
-                    line["group_id"],
-                    p["topic"],
-                    p["partition"],
-                    as_of,
-                    read_committed=read_committed,
-                )
-                got.append((None, None) if row is None else (row.committed_offset, row.lag_records))
-            assert want in got, (line["group_id"], p, line["at_ms"], got)
-            checked += 1
+    checked = lag_at_samples(commit_points(r.out.offset_commits), r.lines)
     assert checked
+    assert [s for s in checked if not s.agrees] == []

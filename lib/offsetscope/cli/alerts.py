@@ -16,14 +16,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from offsetscope.cli.common import env_args, load_config
+from offsetscope.cli.common import load_config, register_job
 
 
 def register(subparsers: Any) -> None:
     """Add ``alerts`` to the ``offsetscope`` command."""
-    parser = subparsers.add_parser("alerts", help="run the alert rules (see [alerts])")
-    env_args(parser)
-    parser.set_defaults(handler=run)
+    register_job(subparsers, "alerts", "run the alert rules (see [alerts])", run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from offsetscope import config
 
@@ -17,3 +19,12 @@ def env_args(parser: argparse.ArgumentParser) -> None:
 def load_config(args: argparse.Namespace) -> config.Config:
     """The configuration the command's ``--env`` and ``--conf`` name."""
     return config.load(args.env, extra=args.conf)
+
+
+def register_job(
+    subparsers: Any, name: str, help_text: str, handler: Callable[[argparse.Namespace], int]
+) -> None:
+    """Add a sub-command that takes only ``--env`` and ``--conf`` (a job)."""
+    parser = subparsers.add_parser(name, help=help_text)
+    env_args(parser)
+    parser.set_defaults(handler=handler)

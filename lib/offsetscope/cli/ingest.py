@@ -14,14 +14,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from offsetscope.cli.common import env_args, load_config
+from offsetscope.cli.common import load_config, register_job
 
 
 def register(subparsers: Any) -> None:
     """Add ``ingest`` to the ``offsetscope`` command."""
-    parser = subparsers.add_parser("ingest", help="run the ingest query (see [pipeline])")
-    env_args(parser)
-    parser.set_defaults(handler=run)
+    register_job(subparsers, "ingest", "run the ingest query (see [pipeline])", run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -439,8 +439,28 @@ def commit_points_of(gold: Gold) -> list[CommitPoint]:
     ]
 
 
-def check_lag(checker: Checker, lines: Sequence[Line], gold: Gold) -> None:
-    """Committed offset and lag in records at every truth sample (see the module docstring)."""
+@dataclass(frozen=True, slots=True)
+class LagAtSample:
+    """One truth ``Lag`` sample of one group partition, and what the history says then."""
+
+    key: str
+    want: tuple[int | None, int | None]  # (committed offset, lag in records) the truth saw
+    # the same, as of just before and just after the sample's millisecond
+    got: tuple[tuple[int | None, int | None], tuple[int | None, int | None]]
+
+    @property
+    def agrees(self) -> bool:
+        return self.want in self.got
+
+
+def lag_at_samples(points: Sequence[CommitPoint], lines: Sequence[Line]) -> list[LagAtSample]:
+    """Committed offset and lag in records at every truth ``Lag`` sample, from the commits.
+
+    The simulator samples at a millisecond where commits (or expiry tombstones) may land too,
+    before or after them. On a doubled time scale a sample sits between the commits of the
+    millisecond before it and those of its own, in one index each; the truth must match one of
+    the two orders.
+    """
     samples = [
         EndOffsetSample(
             p["topic"],
@@ -454,23 +474,19 @@ def check_lag(checker: Checker, lines: Sequence[Line], gold: Gold) -> None:
         if line["type"] == "EndOffsets"
         for p in line["partitions"]
     ]
-    if not any(line["type"] == "Lag" for line in lines):
-        return
-    # Doubled time scale: a sample sits between the commits of the millisecond before it and
-    # those of its own millisecond, in one index each.
-    points = [dataclasses.replace(c, at=2 * c.at) for c in commit_points_of(gold)]
+    doubled = [dataclasses.replace(c, at=2 * c.at) for c in points]
     before = LagIndex(
-        points, [dataclasses.replace(s, sampled_at=2 * s.sampled_at - 1) for s in samples]
+        doubled, [dataclasses.replace(s, sampled_at=2 * s.sampled_at - 1) for s in samples]
     )
     after = LagIndex(
-        points, [dataclasses.replace(s, sampled_at=2 * s.sampled_at + 1) for s in samples]
+        doubled, [dataclasses.replace(s, sampled_at=2 * s.sampled_at + 1) for s in samples]
     )
+    out = []
     for line in lines:
         if line["type"] != "Lag":
             continue
         read_committed = line["isolation_level"] == "read_committed"
         for p in line["partitions"]:
-            want = (p["committed_offset"], p["lag"])
             got = []
             for index, as_of in ((before, 2 * line["at_ms"] - 1), (after, 2 * line["at_ms"] + 1)):
                 row = index.lag(
@@ -482,7 +498,14 @@ def check_lag(checker: Checker, lines: Sequence[Line], gold: Gold) -> None:
                 )
                 got.append((None, None) if row is None else (row.committed_offset, row.lag_records))
             key = f"{line['group_id']} {p['topic']}:{p['partition']} at {line['at_ms']}"
-            checker.check("lag", key, want, want if want in got else got[1])
+            out.append(LagAtSample(key, (p["committed_offset"], p["lag"]), (got[0], got[1])))
+    return out
+
+
+def check_lag(checker: Checker, lines: Sequence[Line], gold: Gold) -> None:
+    """Committed offset and lag in records at every truth sample (see :func:`lag_at_samples`)."""
+    for s in lag_at_samples(commit_points_of(gold), lines):
+        checker.check("lag", s.key, s.want, s.want if s.agrees else s.got[1])
 
 
 # ----------------------------------------------------------------------------- catalogue runs

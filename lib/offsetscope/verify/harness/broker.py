@@ -890,6 +890,21 @@ class Broker:
 # --------------------------------------------------------------------------- DumpLogSegments
 
 
+@contextlib.contextmanager
+def throwaway(config: BrokerConfig) -> Iterator[tuple[Broker, BrokerHandle]]:
+    """A fresh broker of its own for one test or check: started tied to this process, stopped
+    (if still running) and its folder deleted on the way out."""
+    broker = Broker(config)
+    handle = broker.start(fresh=True, tie_to_parent=True)
+    try:
+        yield broker, handle
+    finally:
+        running = broker.attach()
+        if running is not None:
+            running.stop()
+        shutil.rmtree(broker.paths.root, ignore_errors=True)
+
+
 class DumpLogError(BrokerError):
     """Kafka's DumpLogSegments exited with an error; the message holds its stderr."""
 

@@ -102,6 +102,7 @@ __all__ = [
     "TransactionalProducer",
     "commit_without_membership",
     "committed_offsets",
+    "consume_and_commit",
     "create_topic",
     "delete_group",
     "list_offsets",
@@ -1218,6 +1219,55 @@ def commit_without_membership(
     if failed:
         raise ClientCommandError(f"commit failed: {failed}")
     return [(str(p.topic), int(p.partition), int(p.offset)) for p in parts]
+
+
+def consume_and_commit(
+    client: Mapping[str, Any],
+    group_id: str,
+    topic: str,
+    *,
+    want: int,
+    timeout_s: float = 60.0,
+) -> int:
+    """Consume ``topic`` from its start as a member of ``group_id`` until ``want`` records
+    arrived, then commit their offsets synchronously and leave.
+
+    Args:
+        client: the connection settings (``bootstrap.servers`` and any security settings).
+
+    Returns:
+        How many records arrived.
+
+    Raises:
+        ConditionTimeoutError: fewer than ``want`` arrived before the deadline.
+    """
+    consumer = Consumer(
+        {
+            **client,
+            "group.id": group_id,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "logger": _RDKAFKA_LOG,
+        }
+    )
+    received = 0
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + timeout_s
+        while received < want:
+            if time.monotonic() >= deadline:
+                raise ConditionTimeoutError(
+                    f"group {group_id}: {received} of {want} records in {timeout_s} s"
+                )
+            msg = consumer.poll(0.5)
+            if msg is not None:
+                if msg.error() is not None:
+                    raise ClientCommandError(f"group {group_id}: {msg.error()}")
+                received += 1
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    return received
 
 
 def share_consume(
