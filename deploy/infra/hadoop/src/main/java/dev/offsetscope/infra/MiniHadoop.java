@@ -181,6 +181,13 @@ public final class MiniHadoop {
       ready.put("container_log_dir", nmConf.get(YarnConfiguration.NM_LOG_DIRS));
       ready.put("nm_local_dir", nmConf.get(YarnConfiguration.NM_LOCAL_DIRS));
       ready.put("nm_memory_mb", intOpt("nm-memory-mb", 8192));
+      String javaHome = System.getenv("JAVA_HOME");
+      ready.put("container_java_home", javaHome == null ? "" : javaHome);
+      if (javaHome == null || javaHome.isEmpty()) {
+        System.err.println("MiniHadoop: JAVA_HOME is not set in this process's environment;"
+            + " YARN containers will have none unless the application sets it"
+            + " (spark.yarn.appMasterEnv.JAVA_HOME, spark.executorEnv.JAVA_HOME)");
+      }
     } else {
       writeSite(new File(confDir, "yarn-site.xml"), new LinkedHashMap<>());
     }
@@ -240,9 +247,11 @@ public final class MiniHadoop {
     conf.setLong(YarnConfiguration.NM_MIN_PER_DISK_FREE_SPACE_MB, 0L);
     // A failed application master is not retried: tests see the failure at once.
     conf.setInt(YarnConfiguration.RM_AM_MAX_ATTEMPTS, intOpt("am-max-attempts", 1));
-    // Containers find this JVM's Java whatever the submitting shell's environment.
-    conf.set(YarnConfiguration.NM_ADMIN_USER_ENV,
-        "JAVA_HOME=" + System.getProperty("java.home") + ",MALLOC_ARENA_MAX=2");
+    // JAVA_HOME in containers: not forced through yarn.nodemanager.admin-env, which YARN
+    // *appends* (with ':') to a JAVA_HOME the application sets (spark.yarn.appMasterEnv.
+    // JAVA_HOME gives "/jdk:/jdk/bin/java: No such file or directory", exit 127). JAVA_HOME is in
+    // yarn.nodemanager.env-whitelist, so a container that sets none inherits this JVM's: start
+    // the launcher with JAVA_HOME exported (the ready line reports it), or set it per app.
     // Keep a finished container's working dir a while (launch_container.sh, localized files).
     conf.setInt(YarnConfiguration.DEBUG_NM_DELETE_DELAY_SEC, 600);
     conf.setBoolean(YarnConfiguration.LOG_AGGREGATION_ENABLED, false);
