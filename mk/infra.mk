@@ -17,7 +17,7 @@ INFRA_JVM_DIR := build/jvm
 INFRA_MODULES := hadoop kdc s3proxy s3a
 INFRA_STAMP := $(INFRA_JVM_DIR)/.infra-resolved
 INFRA_STAGING := $(INFRA_JVM_DIR)/.staging-infra
-INFRA_INPUTS := $(shell find deploy/infra -type f \( -name pom.xml -o -name '*.java' -o -name '*.properties' \) 2>/dev/null)
+INFRA_INPUTS := $(shell find deploy/infra -type f \( -name pom.xml -o -name '*.java' -o -name '*.properties' -o -name '*.xml' \) 2>/dev/null)
 INFRA_PYSPARK_JARS := $(wildcard $(VENV)/lib/python3*/site-packages/pyspark/jars)
 MVN ?= mvn
 

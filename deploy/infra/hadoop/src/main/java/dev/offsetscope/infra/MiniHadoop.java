@@ -183,6 +183,8 @@ public final class MiniHadoop {
       ready.put("nm_memory_mb", intOpt("nm-memory-mb", 8192));
       String javaHome = System.getenv("JAVA_HOME");
       ready.put("container_java_home", javaHome == null ? "" : javaHome);
+      String localIp = System.getenv("SPARK_LOCAL_IP");
+      ready.put("container_spark_local_ip", localIp == null ? "" : localIp);
       if (javaHome == null || javaHome.isEmpty()) {
         System.err.println("MiniHadoop: JAVA_HOME is not set in this process's environment;"
             + " YARN containers will have none unless the application sets it"
@@ -253,6 +255,13 @@ public final class MiniHadoop {
     // yarn.nodemanager.env-whitelist, so a container that sets none inherits this JVM's: start
     // the launcher with JAVA_HOME exported (the ready line reports it), or set it per app.
     // Keep a finished container's working dir a while (launch_container.sh, localized files).
+    // SPARK_LOCAL_IP joins the variables a container inherits from this JVM when the
+    // application sets none: Spark in a container otherwise sees that the host name resolves to
+    // 127.0.0.1 and binds to the first non-loopback interface instead ("Your hostname, vm,
+    // resolves to a loopback address: 127.0.0.1; using 192.0.2.2 instead"). Start the launcher
+    // with SPARK_LOCAL_IP=<host> exported (the ready line reports it).
+    conf.set(YarnConfiguration.NM_ENV_WHITELIST,
+        YarnConfiguration.DEFAULT_NM_ENV_WHITELIST + ",SPARK_LOCAL_IP");
     conf.setInt(YarnConfiguration.DEBUG_NM_DELETE_DELAY_SEC, 600);
     conf.setBoolean(YarnConfiguration.LOG_AGGREGATION_ENABLED, false);
 
