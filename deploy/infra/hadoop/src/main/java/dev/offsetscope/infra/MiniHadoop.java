@@ -185,10 +185,17 @@ public final class MiniHadoop {
       ready.put("container_java_home", javaHome == null ? "" : javaHome);
       String localIp = System.getenv("SPARK_LOCAL_IP");
       ready.put("container_spark_local_ip", localIp == null ? "" : localIp);
+      if (localIp == null || localIp.isEmpty()) {
+        System.err.println("MiniHadoop: SPARK_LOCAL_IP is not set in this process's environment;"
+            + " Spark in YARN containers will bind to a non-loopback interface unless the"
+            + " application sets it (spark.yarn.appMasterEnv.SPARK_LOCAL_IP,"
+            + " spark.executorEnv.SPARK_LOCAL_IP)");
+      }
       if (javaHome == null || javaHome.isEmpty()) {
         System.err.println("MiniHadoop: JAVA_HOME is not set in this process's environment;"
             + " YARN containers will have none unless the application sets it"
-            + " (spark.yarn.appMasterEnv.JAVA_HOME, spark.executorEnv.JAVA_HOME)");
+            + " (spark.yarn.appMasterEnv.JAVA_HOME, spark.executorEnv.JAVA_HOME), and Spark's"
+            + " $JAVA_HOME/bin/java becomes /bin/java");
       }
     } else {
       writeSite(new File(confDir, "yarn-site.xml"), new LinkedHashMap<>());
