@@ -37,3 +37,16 @@ infra-clean: ## delete the integration jars (build/jvm/{hadoop,kdc,s3proxy,s3a})
 	rm -rf $(addprefix $(INFRA_JVM_DIR)/,$(INFRA_MODULES)) $(INFRA_STAMP) $(INFRA_STAGING) build/infra-target
 
 .PHONY: infra-jars infra-clean
+
+# Kerberos client side for librdkafka (confluent-kafka) GSSAPI tests only; the Java clients
+# (broker, Spark's Kafka source, MiniKdc) need nothing native. The confluent-kafka wheels on
+# PyPI are built without Cyrus SASL ("No provider for SASL mechanism GSSAPI"); Debian's
+# librdkafka has it (builtin.features ... sasl_gssapi), runs `kinit` from krb5-user to log in from
+# a keytab, and needs the GSSAPI plugin of Cyrus SASL. librdkafka-dev is for building
+# confluent-kafka from its sdist against that librdkafka; kcat is a ready-made CLI client.
+INFRA_APT_PACKAGES := krb5-user libsasl2-modules-gssapi-mit librdkafka-dev kcat
+
+infra-krb5-client: ## apt-get the Kerberos client + Cyrus SASL GSSAPI + Debian librdkafka (root; GSSAPI via librdkafka only)
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(INFRA_APT_PACKAGES)
+
+.PHONY: infra-krb5-client
