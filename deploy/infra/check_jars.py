@@ -36,20 +36,16 @@ def _known(module: str, conflict: JarConflict) -> bool:
 
 def main(argv: list[str]) -> int:
     root = Path(argv[1]) if len(argv) > 1 else Path("build/jvm")
-    found: list[str] = []
     s3a = root / SPARK_SIDE
-    for conflict in folder_conflicts(s3a):
-        found.append(f"{SPARK_SIDE}: {conflict}")
-    for conflict in conflicts_with(s3a, pyspark_jars_dir()):
-        found.append(f"{SPARK_SIDE} vs pyspark: {conflict}")
+    found = [f"{SPARK_SIDE}: {c}" for c in folder_conflicts(s3a)]
+    found += [f"{SPARK_SIDE} vs pyspark: {c}" for c in conflicts_with(s3a, pyspark_jars_dir())]
     spark = root / "spark"
     if spark.is_dir():
-        for conflict in conflicts_with(s3a, spark):
-            found.append(f"{SPARK_SIDE} vs build/jvm/spark: {conflict}")
+        found += [f"{SPARK_SIDE} vs build/jvm/spark: {c}" for c in conflicts_with(s3a, spark)]
     for module in OWN_JVM:
-        for conflict in folder_conflicts(root / module):
-            if not _known(module, conflict):
-                found.append(f"{module}: {conflict}")
+        found += [
+            f"{module}: {c}" for c in folder_conflicts(root / module) if not _known(module, c)
+        ]
     for line in found:
         print(line, file=sys.stderr)
     if found:
