@@ -8,6 +8,9 @@
 * build/jvm/hadoop, build/jvm/kdc and build/jvm/s3proxy are each the whole classpath of a JVM
   of their own: a class found in two of their jars fails too, except the artifact-name
   coincidences listed in _KNOWN (same artifact id, different group and packages).
+
+The comparison itself is the project's own (offsetscope.verify.harness.jars on main after the
+restructure, offsetscope.harness.jars before it).
 """
 
 from __future__ import annotations
@@ -15,7 +18,20 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from offsetscope.harness.jars import JarConflict, conflicts_with, folder_conflicts, pyspark_jars_dir
+try:  # main moved the module to offsetscope.verify.harness (the layout after the restructure)
+    from offsetscope.verify.harness.jars import (
+        JarConflict,
+        conflicts_with,
+        folder_conflicts,
+        pyspark_jars_dir,
+    )
+except ModuleNotFoundError:  # this branch's base: offsetscope.harness
+    from offsetscope.harness.jars import (  # type: ignore[no-redef]
+        JarConflict,
+        conflicts_with,
+        folder_conflicts,
+        pyspark_jars_dir,
+    )
 
 SPARK_SIDE = "s3a"
 OWN_JVM = ("hadoop", "kdc", "s3proxy")
