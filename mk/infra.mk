@@ -1,0 +1,52 @@
+# Integration infrastructure: real HDFS + YARN, an S3 API server, a Kerberos KDC, and Spark's
+# S3A jars, resolved from deploy/infra/pom.xml into build/jvm/{hadoop,kdc,s3proxy,s3a}.
+#
+# NOT part of `make install` (about 170 MB, and only the slow integration targets need them):
+#
+#   make infra-jars    resolve + compile the launchers (stamp-based: Maven runs only when a pom,
+#                      a launcher source or pyspark's jar folder is newer than the stamp)
+#   make infra-clean   delete those four folders (build/jvm's other folders stay)
+#
+# Like mk/jvm.mk: resolution goes into an empty staging folder, each module's folder is swapped
+# in whole, then deploy/infra/check_jars.py checks build/jvm/s3a against pyspark's jars and
+# build/jvm/spark (it goes on Spark's classpath) and each own-JVM folder for duplicate classes;
+# the stamp is written only if all of that succeeds.
+#
+# This file is read before mk/jvm.mk (include order), so it defines its own variables.
+INFRA_JVM_DIR := build/jvm
+INFRA_MODULES := hadoop kdc s3proxy s3a
+INFRA_STAMP := $(INFRA_JVM_DIR)/.infra-resolved
+INFRA_STAGING := $(INFRA_JVM_DIR)/.staging-infra
+INFRA_INPUTS := $(shell find deploy/infra -type f \( -name pom.xml -o -name '*.java' -o -name '*.properties' -o -name '*.xml' \) 2>/dev/null)
+INFRA_PYSPARK_JARS := $(wildcard $(VENV)/lib/python3*/site-packages/pyspark/jars)
+MVN ?= mvn
+
+$(INFRA_STAMP): $(INFRA_INPUTS) deploy/infra/check_jars.py $(INFRA_PYSPARK_JARS) | $(STAMP)
+	@command -v $(MVN) >/dev/null || { echo "infra-jars: Maven ($(MVN)) is not installed" >&2; exit 1; }
+	rm -rf $(INFRA_STAGING) $(INFRA_STAMP)
+	$(MVN) -q -B -Dstyle.color=never -Djvm.out=$(CURDIR)/$(INFRA_STAGING) -f deploy/infra/pom.xml package
+	for m in $(INFRA_MODULES); do rm -rf $(INFRA_JVM_DIR)/$$m && mv $(INFRA_STAGING)/$$m $(INFRA_JVM_DIR)/$$m; done
+	rmdir $(INFRA_STAGING)
+	$(PY) deploy/infra/check_jars.py $(INFRA_JVM_DIR)
+	@du -sh $(addprefix $(INFRA_JVM_DIR)/,$(INFRA_MODULES))
+	touch $@
+
+infra-jars: $(INFRA_STAMP) ## resolve HDFS/YARN, KDC, S3Proxy and S3A jars (integration only; not in install)
+
+infra-clean: ## delete the integration jars (build/jvm/{hadoop,kdc,s3proxy,s3a})
+	rm -rf $(addprefix $(INFRA_JVM_DIR)/,$(INFRA_MODULES)) $(INFRA_STAMP) $(INFRA_STAGING) build/infra-target
+
+.PHONY: infra-jars infra-clean
+
+# Kerberos client side for librdkafka (confluent-kafka) GSSAPI tests only; the Java clients
+# (broker, Spark's Kafka source, MiniKdc) need nothing native. The confluent-kafka wheels on
+# PyPI are built without Cyrus SASL ("No provider for SASL mechanism GSSAPI"); Debian's
+# librdkafka has it (builtin.features ... sasl_gssapi), runs `kinit` from krb5-user to log in from
+# a keytab, and needs the GSSAPI plugin of Cyrus SASL. librdkafka-dev is for building
+# confluent-kafka from its sdist against that librdkafka; kcat is a ready-made CLI client.
+INFRA_APT_PACKAGES := krb5-user libsasl2-modules-gssapi-mit librdkafka-dev kcat
+
+infra-krb5-client: ## apt-get the Kerberos client + Cyrus SASL GSSAPI + Debian librdkafka (root; GSSAPI via librdkafka only)
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(INFRA_APT_PACKAGES)
+
+.PHONY: infra-krb5-client
