@@ -289,7 +289,10 @@ StartingOffsets = Annotated[
 ]
 
 Protocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
-SaslMechanism = Literal["", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
+SaslMechanism = Literal[
+    "", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI", "AWS_MSK_IAM"
+]
+Metastore = Literal["derby", "hive", "unity"]
 SourceKind = Literal["kafka", "segments"]
 IsolationLevel = Literal["read_committed", "read_uncommitted"]
 Trigger = Literal["available_now", "processing_time"]
@@ -375,6 +378,20 @@ class KafkaSecurityConfig:
     # Prefix of the Java client's class names in sasl.jaas.config: "" for Apache Kafka's
     # client (Spark), "kafkashaded." for the Databricks runtime's shaded copy.
     java_class_prefix: str = ""
+    # GSSAPI (Kerberos). The keytab and krb5.conf are files every JVM opens itself: a relative
+    # path is relative to each process's working folder, where spark-submit's --files (and
+    # --keytab) put them on YARN; an absolute one must exist on every node. No keytab: the
+    # principal's ticket cache (kinit) is used. krb5.conf empty: the JVM's default
+    # (/etc/krb5.conf); set, it becomes -Djava.security.krb5.conf of the driver and executors.
+    kerberos_service_name: str = "kafka"
+    kerberos_principal: str = ""
+    kerberos_keytab: str = ""
+    kerberos_krb5_conf: str = ""
+    # AWS_MSK_IAM: credentials from the AWS default chain of each JVM (instance role, env,
+    # profile), optionally a named profile or a role to assume (IAMLoginModule's awsProfileName,
+    # awsRoleArn); needs the aws-msk-iam-auth jar (docs/security.md).
+    msk_iam_profile: str = ""
+    msk_iam_role_arn: str = ""
 
     def __post_init__(self) -> None:
         sasl = self.protocol.startswith("SASL_")
@@ -388,9 +405,23 @@ class KafkaSecurityConfig:
             needs = ("sasl_username", "sasl_password")
         elif self.sasl_mechanism == "OAUTHBEARER":
             needs = ("oauth_token_endpoint_url", "oauth_client_id", "oauth_client_secret")
+        elif self.sasl_mechanism == "GSSAPI":
+            needs = ("kerberos_principal", "kerberos_service_name")
         for key in needs:
             if not getattr(self, key):
                 raise InvalidConfigError(key, f"{self.sasl_mechanism} needs it")
+        if self.sasl_mechanism == "AWS_MSK_IAM" and self.protocol != "SASL_SSL":
+            raise InvalidConfigError(
+                "protocol", "AWS_MSK_IAM needs SASL_SSL (MSK's IAM listener is TLS only)"
+            )
+        if self.sasl_mechanism != "GSSAPI":
+            for key in ("kerberos_principal", "kerberos_keytab", "kerberos_krb5_conf"):
+                if getattr(self, key):
+                    raise InvalidConfigError(key, "only GSSAPI uses it")
+        if self.sasl_mechanism != "AWS_MSK_IAM":
+            for key in ("msk_iam_profile", "msk_iam_role_arn"):
+                if getattr(self, key):
+                    raise InvalidConfigError(key, "only AWS_MSK_IAM uses it")
         if not self.protocol.endswith("SSL"):
             for key in ("ssl_ca_location", "ssl_keystore_location", "ssl_key_password"):
                 if getattr(self, key):
@@ -426,7 +457,12 @@ class KafkaSourceConfig:
 
 @_section
 class SegmentSourceConfig:
-    """A Kafka log directory (bundled coordinator output, or segments copied off a broker)."""
+    """A Kafka log directory (bundled coordinator output, or segments copied off a broker).
+
+    ``log_dir`` and ``data_log_dir`` are locations (:mod:`offsetscope.paths`): a local path
+    (relative: to the project root) or a URI (``s3a://``, ``gs://``, ``abfss://``, ``hdfs://``
+    with libhdfs, ``dbfs:/``).
+    """
 
     log_dir: str = ".work/logdir"
     # Records per micro-batch when catching up.
@@ -449,16 +485,35 @@ class SourcesConfig:
 
 @_section
 class StorageConfig:
-    """Where tables and checkpoints live, and the catalog schema they are registered in."""
+    """Where tables and checkpoints live, and the catalog schema they are registered in.
+
+    ``warehouse_dir`` and ``checkpoint_dir`` are locations (:mod:`offsetscope.paths`): a URI
+    (``hdfs://``, ``s3a://``, ``abfss://``, ``gs://``, ``dbfs:/``) or a local path, relative
+    ones relative to the project root. Remote ones are checked for access when a job starts.
+    """
 
     catalog: str = ""
     schema: str = "offsetscope"
     warehouse_dir: str = ".work/warehouse"
     checkpoint_dir: str = ".work/checkpoints"
-    metastore_dir: str = ".work/metastore"
+    # Where tables are registered: "derby" -- an embedded Derby metastore in metastore_dir
+    # (one JVM at a time; the local default); "hive" -- the cluster's Hive metastore, at
+    # metastore_uri (thrift://host:9083) or, when that is empty, as the hive-site.xml on the
+    # classpath says; "unity" -- the platform's catalog (Databricks Unity Catalog), nothing set.
+    metastore: Metastore = "derby"
+    metastore_uri: str = ""
+    metastore_dir: str = ".work/metastore"  # local only: Derby's folder ("derby")
     # Octal umask for everything written locally (tables, checkpoints, metastore): applied to
     # the process and to Hadoop's fs.permissions.umask-mode. "027": no access for others.
     umask: Umask = "027"
+
+    def __post_init__(self) -> None:
+        if self.metastore_uri and self.metastore != "hive":
+            raise InvalidConfigError("metastore_uri", 'only metastore = "hive" uses it')
+        if self.metastore_uri and not self.metastore_uri.startswith("thrift://"):
+            raise InvalidConfigError(
+                "metastore_uri", "must be thrift://host:port (comma-separated for several)"
+            )
 
 
 @_section
@@ -540,6 +595,9 @@ class SparkConfig:
     app_name: str = "offsetscope"
     shuffle_partitions: StrictInt = 4
     jars_dir: str = "build/jvm/spark"
+    # Further local folders whose jars join spark.jars: S3A's (build/jvm/s3a, `make
+    # infra-jars`) where the platform has none, the MSK IAM login module (build/jvm/msk-iam).
+    extra_jars_dirs: tuple[str, ...] = ()
     conf: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -1292,7 +1350,7 @@ def with_storage(
 ) -> Config:
     """``cfg`` with its warehouse, metastore and checkpoints under ``work_dir``, and/or another
     schema or checkpoint folder."""
-    changes: dict[str, str] = {}
+    changes: dict[str, Any] = {}
     if work_dir is not None:
         root = Path(work_dir)
         changes.update(

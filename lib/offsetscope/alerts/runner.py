@@ -39,13 +39,13 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.window import Window
 
+from offsetscope import paths
 from offsetscope.alerts import engine, rules
 from offsetscope.alerts import tables as alert_tables
 from offsetscope.alerts.model import (
@@ -65,7 +65,6 @@ from offsetscope.pipelines import state as fold_state
 from offsetscope.protocol.states import ConsumerGroupState
 from offsetscope.quality import model as qmodel
 from offsetscope.quality import tables as qtables
-from offsetscope.spark import sources
 from offsetscope.spark import tables as catalogue
 
 log = logging.getLogger("offsetscope.alerts")
@@ -531,7 +530,7 @@ def evaluate(
 
 def checkpoint_path(cfg: Config, query_name: str) -> str:
     """``<storage.checkpoint_dir>/<query name>``."""
-    return str(Path(sources.resolve_path(cfg.storage.checkpoint_dir)) / query_name)
+    return str(paths.resolve(cfg.storage.checkpoint_dir).join(query_name))
 
 
 def start(

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import time
-from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
+from offsetscope import paths
 from offsetscope.config import Config
 from offsetscope.pipelines.batch import BatchReport, IngestPipeline, ProgressCallback
 from offsetscope.quality import validate as quality
@@ -37,7 +37,7 @@ __all__ = [
 
 def checkpoint_path(cfg: Config, query_name: str) -> str:
     """``<storage.checkpoint_dir>/<query name>``."""
-    return str(Path(sources.resolve_path(cfg.storage.checkpoint_dir)) / query_name)
+    return str(paths.resolve(cfg.storage.checkpoint_dir).join(query_name))
 
 
 def start(

@@ -40,12 +40,12 @@ import bisect
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
+from offsetscope import paths
 from offsetscope.clock import Clock
 from offsetscope.config import Config
 from offsetscope.history.lag import LagIndex, Position, RecordTime, append_time
@@ -105,7 +105,7 @@ class SegmentSampler:
         if key not in self._times:
             if len(self._times) >= RECORD_TIMES_CACHED:
                 self._times.clear()
-            path = Path(self.data_log_dir) / f"{topic}-{partition}"
+            path = paths.readable(self.data_log_dir) / f"{topic}-{partition}"
             self._times[key] = logdir.record_timestamp(path, offset) if path.is_dir() else None
         return self._times[key]
 
@@ -388,4 +388,6 @@ def default_sampler(
     s = cfg.sources.segments
     data_dir = s.data_log_dir or log_dir or s.log_dir
     internal = sources.topic_kinds(s.offsets_topic, s.transaction_topic)
-    return SegmentSampler(sources.resolve_path(data_dir), internal)
+    # The driver reads a remote data log directory from Python with the source's S3 settings.
+    paths.configure(paths.python_fs_options(cfg.spark.conf))
+    return SegmentSampler(paths.resolve_path(data_dir), internal)

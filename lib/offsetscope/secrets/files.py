@@ -1,5 +1,9 @@
 """The file modes of what offsetscope writes locally.
 
+Only local locations are prepared here (:class:`offsetscope.paths.Location`): a remote file
+system (HDFS, an object store) has its own permissions, which offsetscope checks for access at
+start (:mod:`offsetscope.spark.storage`) but never changes.
+
 ``storage.umask`` bounds the modes of everything written locally: :func:`apply_umask`
 sets the process umask (inherited by a JVM started afterwards), :func:`storage_spark_conf`
 gives Hadoop's ``fs.permissions.umask-mode`` (Hadoop's local file system chmods what it creates
@@ -14,10 +18,8 @@ import os
 import stat
 from pathlib import Path
 
-from offsetscope.config import (
-    StorageConfig,
-    project_root,
-)
+from offsetscope import paths
+from offsetscope.config import StorageConfig
 
 
 def umask_of(storage: StorageConfig) -> int:
@@ -38,22 +40,26 @@ def storage_spark_conf(storage: StorageConfig) -> dict[str, str]:
     return {"spark.hadoop.fs.permissions.umask-mode": f"{umask_of(storage):03o}"}
 
 
-def _resolve(path: str) -> Path:
-    candidate = Path(path).expanduser()
-    return candidate if candidate.is_absolute() else project_root() / path
+def local_folders(storage: StorageConfig) -> list[Path]:
+    """The local ones of the warehouse, checkpoint and (Derby) metastore folders, resolved."""
+    values = [storage.warehouse_dir, storage.checkpoint_dir]
+    if storage.metastore == "derby":
+        values.append(storage.metastore_dir)
+    locations = [paths.resolve(v) for v in values]
+    return [loc.path for loc in locations if loc.is_local]
 
 
 def prepare_storage(storage: StorageConfig) -> list[Path]:
-    """Create the warehouse, checkpoint and metastore folders with the configured mode, and
-    remove any wider permission an existing one has (only on those folders, not inside).
+    """Create the local warehouse, checkpoint and metastore folders with the configured mode,
+    and remove any wider permission an existing one has (only on those folders, not inside).
+    Remote locations are left alone.
 
     Returns:
-        The folders, resolved.
+        The local folders, resolved.
     """
     mode = 0o777 & ~umask_of(storage)
     out = []
-    for path in (storage.warehouse_dir, storage.checkpoint_dir, storage.metastore_dir):
-        folder = _resolve(path)
+    for folder in local_folders(storage):
         folder.mkdir(parents=True, exist_ok=True)
         current = stat.S_IMODE(folder.stat().st_mode)
         if current & ~mode:

@@ -23,7 +23,29 @@ key + chain, mTLS)                 ``ssl.keystore.location``                 ``s
 ``ssl_key_password``               ``ssl.key.password``                      ``ssl.key.password``
 ``ssl_endpoint_identification``    ``ssl.endpoint.identification.algorithm`` ``ssl.endpoint.identification.algorithm``
                                    (``https`` / empty)                       (``https`` / ``none``)
+GSSAPI (Kerberos): service name,   ``sasl.kerberos.service.name``,           ``sasl.kerberos.service.name``,
+principal, keytab                  ``sasl.jaas.config`` (JDK's Krb5Login     ``sasl.kerberos.principal``,
+                                   Module ``useKeyTab``, ``storeKey``,       ``sasl.kerberos.keytab`` (librdkafka
+                                   ``keyTab``, ``principal``; without a      runs ``kinit``; needs a build with
+                                   keytab ``useTicketCache``)                Cyrus SASL, see below)
+``kerberos_krb5_conf``             ``-Djava.security.krb5.conf`` of driver   ``KRB5_CONFIG`` of the process
+                                   and executors (:mod:`offsetscope.spark.
+                                   session`)
+AWS_MSK_IAM: profile, role ARN     ``sasl.jaas.config`` (IAMLoginModule      none (see below)
+                                   ``awsProfileName``, ``awsRoleArn``),
+                                   ``sasl.client.callback.handler.class``
+                                   (IAMClientCallbackHandler)
 =================================  =========================================  ==========================================
+
+**GSSAPI and AWS_MSK_IAM with librdkafka.** The confluent-kafka wheels are built without Cyrus
+SASL: a client configured for GSSAPI fails at creation with ``No provider for SASL mechanism
+GSSAPI``, and librdkafka has no AWS_MSK_IAM mechanism at all. offsetscope therefore samples end
+offsets with Kafka's Java AdminClient in the Spark driver for these two mechanisms
+(:class:`offsetscope.pipelines.lag.JavaKafkaSampler`), and :class:`KafkaAdmin` refuses them at
+creation with an error naming ``sources.kafka.security.sasl_mechanism`` and the reason
+(:func:`librdkafka_supports`), rather than letting a request time out. A librdkafka built with
+Cyrus SASL (``make infra-krb5-client``: Debian's librdkafka and ``kinit``) does GSSAPI with the
+same settings.
 
 JAAS option values are quoted and escaped (``\\`` and ``"``) as Kafka's ``JaasConfig`` parser
 reads them, so any password works. ``java_class_prefix`` prefixes the login module and handler
@@ -39,10 +61,12 @@ setting), and so is a secret-looking pass-through key holding a literal."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import confluent_kafka
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 
@@ -81,6 +105,13 @@ _LOGIN_MODULES = {
 _OAUTH_LOGIN_HANDLER = (
     "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
 )
+# Kerberos' login module is the JDK's own (never shaded); MSK IAM's comes with the
+# aws-msk-iam-auth jar.
+KRB5_LOGIN_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
+MSK_IAM_LOGIN_MODULE = "software.amazon.msk.auth.iam.IAMLoginModule"
+MSK_IAM_CALLBACK_HANDLER = "software.amazon.msk.auth.iam.IAMClientCallbackHandler"
+# Mechanisms librdkafka cannot do as the confluent-kafka wheel is built (see the module docstring).
+JAVA_ONLY_MECHANISMS = frozenset({"GSSAPI", "AWS_MSK_IAM"})
 
 
 def jaas_quote(value: str) -> str:
@@ -116,7 +147,28 @@ def security_settings(
     java: dict[str, str] = {"security.protocol": sec.protocol}
     rdk: dict[str, str] = {"security.protocol": sec.protocol.lower()}
     mechanism = sec.sasl_mechanism
-    if mechanism:
+    if mechanism == "GSSAPI":
+        java["sasl.mechanism"] = rdk["sasl.mechanisms"] = mechanism
+        java["sasl.kerberos.service.name"] = sec.kerberos_service_name
+        rdk["sasl.kerberos.service.name"] = sec.kerberos_service_name
+        rdk["sasl.kerberos.principal"] = sec.kerberos_principal
+        if sec.kerberos_keytab:
+            login = {"useKeyTab": "true", "storeKey": "true", "keyTab": sec.kerberos_keytab}
+            rdk["sasl.kerberos.keytab"] = sec.kerberos_keytab
+        else:
+            login = {"useTicketCache": "true"}
+        java["sasl.jaas.config"] = jaas_config(
+            KRB5_LOGIN_MODULE, {**login, "principal": sec.kerberos_principal}
+        )
+    elif mechanism == "AWS_MSK_IAM":
+        java["sasl.mechanism"] = mechanism
+        java["sasl.jaas.config"] = jaas_config(
+            MSK_IAM_LOGIN_MODULE,
+            {"awsProfileName": sec.msk_iam_profile, "awsRoleArn": sec.msk_iam_role_arn},
+        )
+        java["sasl.client.callback.handler.class"] = MSK_IAM_CALLBACK_HANDLER
+        rdk["sasl.mechanisms"] = mechanism
+    elif mechanism:
         java["sasl.mechanism"] = mechanism
         rdk["sasl.mechanisms"] = mechanism
         module = sec.java_class_prefix + _LOGIN_MODULES[mechanism]
@@ -243,6 +295,9 @@ class KafkaAdmin(AdminClient):
 
     def __init__(self, k: KafkaSourceConfig, resolver: Resolver, **extra: Any) -> None:
         self._failures: list[str] = []
+        reason = librdkafka_supports(k.security.sasl_mechanism)
+        if reason:
+            raise InvalidConfigError(f"{SECURITY_PATH}.sasl_mechanism", reason)
         conf: dict[str, Any] = {**admin_config(k, resolver), **extra, "error_cb": self._on_error}
         super().__init__(conf)
 
@@ -254,6 +309,53 @@ class KafkaAdmin(AdminClient):
         """Redacted messages of the rejected logins so far, oldest first."""
         self.poll(0)
         return list(self._failures)
+
+
+def librdkafka_supports(mechanism: str) -> str:
+    """Why this process's librdkafka cannot log in with ``mechanism`` ("" when it can).
+
+    GSSAPI needs a librdkafka built with Cyrus SASL (``builtin.features`` lists
+    ``sasl_gssapi``); no librdkafka has AWS_MSK_IAM (MSK's IAM for librdkafka is OAUTHBEARER
+    with a signed token).
+    """
+    if mechanism == "AWS_MSK_IAM":
+        return (
+            "librdkafka (confluent-kafka) has no AWS_MSK_IAM mechanism; offsetscope's jobs use"
+            " Kafka's Java client for it (Spark's Kafka source, the Java AdminClient for end"
+            " offsets)"
+        )
+    if mechanism == "GSSAPI" and not librdkafka_has_gssapi():
+        version = confluent_kafka.libversion()[0]
+        return (
+            f"this librdkafka {version} is built without Cyrus SASL, so it cannot do GSSAPI"
+            " (the confluent-kafka wheels never can); offsetscope's jobs use Kafka's Java client"
+            " for it (Spark's Kafka source, the Java AdminClient for end offsets). For a Python"
+            " client, install confluent-kafka built against a librdkafka with Cyrus SASL"
+            " (docs/security.md)"
+        )
+    return ""
+
+
+@functools.cache
+def librdkafka_has_gssapi() -> bool:
+    """Whether the librdkafka confluent-kafka loaded was built with Cyrus SASL (GSSAPI)."""
+    # Creating a client checks the mechanism against the build at once, before connecting;
+    # automatic kinit is off (relogin interval 0) and the address refuses at once.
+    try:
+        probe = confluent_kafka.Producer(
+            {
+                "bootstrap.servers": "127.0.0.1:1",
+                "security.protocol": "sasl_plaintext",
+                "sasl.mechanisms": "GSSAPI",
+                "sasl.kerberos.min.time.before.relogin": 0,
+            }
+        )
+    except confluent_kafka.KafkaException as exc:
+        if "GSSAPI" in str(exc):
+            return False
+        raise
+    del probe
+    return True
 
 
 def spark_redaction_conf() -> dict[str, str]:

@@ -42,13 +42,14 @@ import re
 import struct
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any, Final, TypeAlias, overload
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from offsetscope import paths
+from offsetscope.paths import RemotePath
 from offsetscope.protocol.arrow_walk import slices
 from offsetscope.protocol.log import (
     CorruptBatch,
@@ -95,9 +96,11 @@ def partition_dirs(
 ) -> list[PartitionDir]:
     """The partition directories of ``log_dir`` (only ``topics``' when given), by name.
 
-    Kafka's ``-delete``/``-future`` directories and anything not ``<topic>-<n>`` are skipped.
+    ``log_dir`` is a local path or a URI (:func:`offsetscope.paths.readable`); a partition's
+    ``path`` is then a URI too. Kafka's ``-delete``/``-future`` directories and anything not
+    ``<topic>-<n>`` are skipped.
     """
-    root = Path(log_dir)
+    root = paths.readable(log_dir)
     if not root.is_dir():
         return []
     found = []
@@ -252,7 +255,7 @@ class Framed:
 
 
 def frame_file(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | RemotePath,
     position: int = 0,
     *,
     stop_offset: int | None = None,
@@ -273,8 +276,8 @@ def frame_file(
     """
     limit = _NO_LIMIT if stop_offset is None else stop_offset
     parts: list[FrameColumns] = []
-    with Path(path).open("rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
+    with paths.readable(path).open("rb") as handle:
+        size = paths.file_size(handle)
         pos = position
         while True:
             handle.seek(pos)
@@ -349,7 +352,9 @@ def seek_position(segment: SegmentFiles, offset: int) -> int:
     return position
 
 
-def record_timestamp(partition_path: str | os.PathLike[str], offset: int) -> int | None:
+def record_timestamp(
+    partition_path: str | os.PathLike[str] | RemotePath, offset: int
+) -> int | None:
     """Timestamp of the first record at or after ``offset`` in a partition directory.
 
     That record is the first one a group with committed offset ``offset`` has not consumed, so

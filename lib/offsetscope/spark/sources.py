@@ -35,7 +35,6 @@ until ``processAllAvailable`` returns (``offsetscope.pipelines.ingest.run``).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -49,7 +48,8 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from offsetscope.config import Config, project_root
+from offsetscope import paths
+from offsetscope.config import Config
 from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC
 from offsetscope.secrets import kafka as secrets_kafka
 from offsetscope.secrets import references as secrets_references
@@ -182,7 +182,11 @@ def pack(ranges: Sequence[SegmentRange], tasks: int) -> list[SegmentRanges]:
     return [SegmentRanges(b) for b in bins]
 
 
-def _read(partition: InputPartition) -> Iterator[pa.RecordBatch]:
+def _read(
+    partition: InputPartition, fs_options: Mapping[str, str] | None = None
+) -> Iterator[pa.RecordBatch]:
+    # An executor's Python worker: the log directory's file system is created here.
+    paths.configure(fs_options or {})
     if isinstance(partition, SegmentRanges):
         ranges = partition.ranges
     elif isinstance(partition, SegmentRange):
@@ -204,6 +208,9 @@ class _LogDir:
         )
         self.max_records = int(options.get("maxRecordsPerTrigger", "0")) or None
         self.tasks = int(options.get("tasks", "0")) or None  # None: one per partition directory
+        # fs.s3a.* settings for reading a remote log directory from Python (offsetscope.paths).
+        self.fs_options = {k: v for k, v in options.items() if k.startswith("fs.")}
+        paths.configure(self.fs_options)
 
     def dirs(self) -> list[logdir.PartitionDir]:
         return logdir.partition_dirs(self.path, sorted(self.kinds))
@@ -298,7 +305,7 @@ class SegmentStreamReader(DataSourceStreamReader):
         return self.log.tasks_for(start, end)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return _read(partition)
+        return _read(partition, self.log.fs_options)
 
     def commit(self, end: dict[str, int]) -> None:
         return None
@@ -315,15 +322,17 @@ class SegmentBatchReader(DataSourceReader):
         return self.log.tasks_for({}, {d.name: ends.log_end_offset(d) for d in self.log.dirs()})
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return _read(partition)
+        return _read(partition, self.log.fs_options)
 
 
 class SegmentDataSource(DataSource):
     """``spark.readStream.format("offsetscope_segments").option("path", log_dir)``.
 
-    Options: ``path`` (the log directory), ``maxRecordsPerTrigger``, ``offsetsTopic`` and
-    ``transactionTopic`` (directory names holding the internal topics' records), ``tasks``
-    (Spark tasks a read is packed into; default one per partition directory).
+    Options: ``path`` (the log directory: a local path or a URI, :mod:`offsetscope.paths`),
+    ``maxRecordsPerTrigger``, ``offsetsTopic`` and ``transactionTopic`` (directory names holding
+    the internal topics' records), ``tasks`` (Spark tasks a read is packed into; default one per
+    partition directory), and ``fs.s3a.*`` settings for reading an ``s3a://`` log directory
+    from Python (:func:`offsetscope.paths.python_fs_options`).
     """
 
     @classmethod
@@ -354,16 +363,14 @@ def _segment_options(cfg: Config, log_dir: str | None) -> dict[str, str]:
         "transactionTopic": s.transaction_topic,
         # As many tasks as the batch has partitions (ingest coalesces to as many).
         "tasks": str(cfg.spark.shuffle_partitions),
+        **paths.python_fs_options(cfg.spark.conf),
     }
 
 
 def resolve_path(path: str) -> str:
-    """A path from ``conf/``; relative ones are relative to the project root."""
-    # Relative paths in conf/ are relative to the project root (the folder holding conf/).
-    candidate = Path(path).expanduser()
-    if candidate.is_absolute():
-        return str(candidate)
-    return str(project_root() / candidate)
+    """A location from ``conf/`` as Spark gets it: a URI as written, a local path absolute
+    (relative ones from the project root); see :mod:`offsetscope.paths`."""
+    return paths.resolve_path(path)
 
 
 def segment_stream(spark: SparkSession, cfg: Config, log_dir: str | None = None) -> DataFrame:

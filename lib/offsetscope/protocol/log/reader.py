@@ -34,8 +34,10 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import IO, Final
 
+from offsetscope import paths
+from offsetscope.paths import RemotePath
 from offsetscope.protocol.errors import (
     CorruptBatchError,
     DecodeError,
@@ -345,7 +347,7 @@ def _oversized(opts: _Options, report: ScanReport, index: int, position: int, si
 class _ChunkedFile:
     """A read window over a file: holds at most one chunk plus the batch being decoded."""
 
-    def __init__(self, handle: BinaryIO, size: int, chunk_bytes: int) -> None:
+    def __init__(self, handle: IO[bytes], size: int, chunk_bytes: int) -> None:
         self.handle = handle
         self.size = size
         self.chunk_bytes = chunk_bytes
@@ -377,7 +379,7 @@ class _ChunkedFile:
 
 
 def read_segment(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | RemotePath,
     *,
     strict: bool = False,
     report: ScanReport | None = None,
@@ -393,10 +395,10 @@ def read_segment(
     ``max_batch_bytes``, larger ones are skipped without being read).
     """
     rep = report if report is not None else ScanReport()
-    name = os.fspath(path)
+    name = str(path)
     opts = _Options(strict, decode_records, max_decompressed_bytes, max_batch_bytes, name)
-    with Path(path).open("rb") as handle:
-        size_of_file = os.fstat(handle.fileno()).st_size
+    with paths.readable(path).open("rb") as handle:
+        size_of_file = paths.file_size(handle)
         window = _ChunkedFile(handle, size_of_file, chunk_bytes)
         pos = 0
         index = 0
@@ -438,10 +440,10 @@ class SegmentFiles:
     """The files of one segment in a partition directory (absent ones are None)."""
 
     base_offset: int
-    log: Path
-    index: Path | None
-    time_index: Path | None
-    txn_index: Path | None
+    log: Path | RemotePath
+    index: Path | RemotePath | None
+    time_index: Path | RemotePath | None
+    txn_index: Path | RemotePath | None
 
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
@@ -451,19 +453,23 @@ def segment_file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
 
-def list_segments(directory: str | os.PathLike[str]) -> list[SegmentFiles]:
-    """The segments of a partition directory in base-offset order (``*.log`` files only)."""
-    root = Path(directory)
+def list_segments(directory: str | os.PathLike[str] | RemotePath) -> list[SegmentFiles]:
+    """The segments of a partition directory in base-offset order (``*.log`` files only).
+
+    ``directory`` is a local path or a URI (:func:`offsetscope.paths.readable`).
+    """
+    root = paths.readable(directory)
+    # One listing: a remote store answers every existence question from it.
+    entries = {entry.name: entry for entry in root.iterdir()}
     found = []
-    for entry in root.iterdir():
-        match = SEGMENT_NAME.match(entry.name)
+    for name, entry in entries.items():
+        match = SEGMENT_NAME.match(name)
         if match is None or not entry.is_file():
             continue
         base = int(match.group(1))
 
-        def sibling(suffix: str, base: int = base) -> Path | None:
-            candidate = root / segment_file_name(base, suffix)
-            return candidate if candidate.exists() else None
+        def sibling(suffix: str, base: int = base) -> Path | RemotePath | None:
+            return entries.get(segment_file_name(base, suffix))
 
         found.append(
             SegmentFiles(

@@ -13,7 +13,7 @@ import re
 import shutil
 from pathlib import Path
 
-from offsetscope import config
+from offsetscope import config, paths
 
 
 class MissingJarsError(FileNotFoundError):
@@ -36,9 +36,9 @@ def project_root() -> Path:
 
 
 def resolve_path(path: str | Path) -> Path:
-    """Return ``path`` as an absolute path, relative ones taken from :func:`project_root`."""
-    candidate = Path(path).expanduser()
-    return candidate if candidate.is_absolute() else project_root() / candidate
+    """Return ``path`` as an absolute local path, relative ones taken from :func:`project_root`
+    (:func:`offsetscope.paths.local_path`: the harness's folders are local)."""
+    return paths.local_path(path)
 
 
 def broker_log4j_config() -> Path:

@@ -1,0 +1,97 @@
+"""The storage locations of ``conf/``, checked for access when a job starts.
+
+A job that cannot write its checkpoint or its tables must fail before its first micro-batch,
+naming the key, and not half-way through a batch with a Hadoop stack trace. For every remote
+location (:mod:`offsetscope.paths`; local ones are created and tightened by
+:func:`offsetscope.secrets.files.prepare_storage`):
+
+* ``storage.warehouse_dir``, ``storage.checkpoint_dir``: through the session's Hadoop file
+  system (the one Spark and Delta write with, with its credentials and ``fs.*`` settings),
+  ``mkdirs`` and a probe file created and deleted -- ``mkdirs`` alone succeeds on an existing
+  folder without write access;
+* ``sources.segments.log_dir`` and ``data_log_dir`` (segment source): listed from Python,
+  as the source's Python workers read them.
+
+Hadoop fails fast on each failure the checks are for: a refused connection to a name node, a
+bucket that does not exist (S3A's ``UnknownStoreException``), a write without permission
+(``AccessControlException`` / S3 403).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+from pyspark.sql import SparkSession
+
+from offsetscope import paths
+from offsetscope.config import Config
+from offsetscope.paths import StorageAccessError
+
+__all__ = ["StorageAccessError", "check_storage", "check_writable", "locations_to_check"]
+
+PROBE_PREFIX = ".offsetscope-access-"
+
+
+def locations_to_check(cfg: Config) -> Iterator[tuple[str, str, bool]]:
+    """(key, value, written) of every location the configured jobs use."""
+    yield "storage.warehouse_dir", cfg.storage.warehouse_dir, True
+    yield "storage.checkpoint_dir", cfg.storage.checkpoint_dir, True
+    if cfg.sources.kind == "segments":
+        s = cfg.sources.segments
+        yield "sources.segments.log_dir", s.log_dir, False
+        if s.data_log_dir and cfg.pipeline.sample_end_offsets:
+            yield "sources.segments.data_log_dir", s.data_log_dir, False
+
+
+def _java_text(exc: BaseException) -> str:
+    """The Java exception's ``toString()`` and its causes' (a Py4J error's own text starts with
+    "An error occurred while calling ..."), one per line."""
+    java = getattr(exc, "java_exception", None)
+    if java is None:
+        return f"{type(exc).__name__}: {exc}"
+    lines: list[str] = []
+    while java is not None and len(lines) < 8:
+        lines.append(str(java.toString()))
+        java = java.getCause()
+    return "\n".join(lines)
+
+
+def check_writable(spark: SparkSession, key_path: str, value: str) -> paths.Location:
+    """Create the folder if needed, and a probe file in it, through the session's Hadoop file
+    system; the probe is deleted again.
+
+    Raises:
+        StorageAccessError: naming ``key_path``, the location and the file system's error.
+    """
+    location = paths.resolve(value)
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None, "a running session has a JVM gateway"
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
+    folder = jvm.org.apache.hadoop.fs.Path(str(location))
+    try:
+        fs = folder.getFileSystem(hadoop_conf)
+        fs.mkdirs(folder)
+        probe = jvm.org.apache.hadoop.fs.Path(folder, f"{PROBE_PREFIX}{uuid.uuid4().hex}")
+        fs.create(probe, True).close()
+        fs.delete(probe, False)
+    # Py4J raises Py4JJavaError for any Java exception; all of them mean "not usable".
+    except Exception as exc:  # noqa: BLE001
+        raise StorageAccessError(key_path, str(location), "write there", _java_text(exc)) from None
+    return location
+
+
+def check_storage(spark: SparkSession, cfg: Config) -> None:
+    """Check every remote location of ``cfg`` (see the module docstring).
+
+    Raises:
+        StorageAccessError: the first location that fails, with its key.
+    """
+    for key, value, written in locations_to_check(cfg):
+        location = paths.resolve(value)
+        if location.is_local:
+            continue
+        if written:
+            check_writable(spark, key, value)
+        else:
+            paths.check_readable(key, value)
