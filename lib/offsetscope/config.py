@@ -297,7 +297,7 @@ SourceKind = Literal["kafka", "segments"]
 IsolationLevel = Literal["read_committed", "read_uncommitted"]
 Trigger = Literal["available_now", "processing_time"]
 TimeSource = Literal["event_time", "clock"]
-ListenerSecurity = Literal["PLAINTEXT", "SASL_PLAINTEXT"]
+ListenerSecurity = Literal["PLAINTEXT", "SASL_PLAINTEXT", "SASL_PLAINTEXT_GSSAPI"]
 Severity = Literal["info", "warning", "critical"]
 BurrowStatus = Literal["STALL", "STOP", "REWIND", "WARN"]
 WebhookEvent = Literal["opened", "resolved"]
@@ -648,8 +648,13 @@ class BrokerConfig:
     # The client listener: "PLAINTEXT", or "SASL_PLAINTEXT" (SCRAM-SHA-512 logins, Kafka's
     # StandardAuthorizer with ACLs, no access without one, ``super_user`` as the harness's own
     # principal with a password generated per data folder).
+    # "SASL_PLAINTEXT_GSSAPI": Kerberos logins on the client and inter-broker listener, with the
+    # broker's service principal and keytab below (a KDC: verify/harness/kdc.py); no authorizer.
     listener_security: ListenerSecurity = "PLAINTEXT"
     super_user: UserName = "admin"
+    kerberos_principal: str = ""  # e.g. "kafka/localhost@OFFSETSCOPE.LOCAL"
+    kerberos_keytab: str = ""
+    kerberos_krb5_conf: str = ""
     properties: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -657,6 +662,10 @@ class BrokerConfig:
             raise InvalidConfigError("name", f"must be a plain folder name, not {self.name!r}")
         if self.port and self.port == self.controller_port:
             raise InvalidConfigError("controller_port", "must differ from port")
+        if self.listener_security == "SASL_PLAINTEXT_GSSAPI":
+            for key in ("kerberos_principal", "kerberos_keytab", "kerberos_krb5_conf"):
+                if not getattr(self, key):
+                    raise InvalidConfigError(key, "SASL_PLAINTEXT_GSSAPI needs it")
 
 
 # --------------------------------------------------------------------------- alerts and quality

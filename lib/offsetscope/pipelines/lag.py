@@ -12,6 +12,11 @@ commit on:
 * :class:`KafkaSampler` -- confluent-kafka ``AdminClient.list_offsets``: ``earliest`` (log start
   offset), ``latest`` with ``read_uncommitted`` (high watermark) and with ``read_committed``
   (last stable offset, KIP-98); sampled at the injected clock's time;
+* :class:`JavaKafkaSampler` -- the same three answers from Kafka's Java AdminClient in the Spark
+  driver's JVM (the kafka-clients jar of Spark's Kafka source), for the mechanisms librdkafka
+  cannot do as the confluent-kafka wheel is built: GSSAPI and AWS_MSK_IAM
+  (:mod:`offsetscope.secrets.kafka`). It logs in with exactly the Kafka source's settings, and
+  the driver's ``-Djava.security.krb5.conf``;
 * :class:`SegmentSampler` -- the data topics' partition directories
   (:class:`~offsetscope.spark.logdir.EndOffsetTracker`: first segment, log end, open
   transactions) as they stood at the micro-batch's event time (its newest internal-topic record
@@ -166,6 +171,91 @@ class KafkaSampler:
                 at,
             )
             for tp in tps
+        ]
+
+
+class JavaKafkaSampler:
+    """End offsets from a cluster with Kafka's Java AdminClient (see the module docstring)."""
+
+    def __init__(self, cfg: Config, clock: Clock, timeout_s: float = 30.0) -> None:
+        from offsetscope.secrets import kafka as secrets_kafka
+        from offsetscope.secrets import references as secrets_references
+
+        k = cfg.sources.kafka
+        options = secrets_kafka.spark_kafka_options(k, secrets_references.resolver_for())
+        self.properties = {
+            "bootstrap.servers": k.bootstrap_servers,
+            **{name.removeprefix("kafka."): value for name, value in options.items()},
+        }
+        self.clock = clock
+        self.timeout_s = timeout_s
+        self._admin: Any = None
+
+    def _jvm(self) -> Any:
+        from pyspark import SparkContext
+
+        sc = SparkContext._active_spark_context
+        if sc is None or sc._jvm is None:
+            raise RuntimeError("the Java AdminClient sampler runs in a Spark driver")
+        return sc._jvm
+
+    def admin(self) -> Any:
+        """The AdminClient, created at the first sample (the driver's JVM runs by then)."""
+        if self._admin is None:
+            jvm = self._jvm()
+            props = jvm.java.util.Properties()
+            for name, value in self.properties.items():
+                props.setProperty(name, value)
+            self._admin = jvm.org.apache.kafka.clients.admin.AdminClient.create(props)
+        return self._admin
+
+    def close(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
+
+    def record_time(self, topic: str, partition: int, offset: int) -> int | None:
+        """None, as :meth:`KafkaSampler.record_time`."""
+        return None
+
+    def _get(self, future: Any) -> Any:
+        jvm = self._jvm()
+        return future.get(
+            int(self.timeout_s * 1000), jvm.java.util.concurrent.TimeUnit.MILLISECONDS
+        )
+
+    def sample(self, topics: Iterable[str], event_time: int | None) -> list[EndOffsetSample]:
+        jvm = self._jvm()
+        admin_pkg = jvm.org.apache.kafka.clients.admin
+        admin = self.admin()
+        existing = set(self._get(admin.listTopics().names()))
+        wanted = sorted(set(topics) & existing)
+        if not wanted:
+            return []
+        names = jvm.java.util.ArrayList()
+        for name in wanted:
+            names.add(name)
+        described = self._get(admin.describeTopics(names).allTopicNames())
+        tps = [(t, int(info.partition())) for t in wanted for info in described.get(t).partitions()]
+        tps.sort()
+        at = self.clock.now_ms()
+        java_tps = {tp: jvm.org.apache.kafka.common.TopicPartition(tp[0], tp[1]) for tp in tps}
+        isolation = jvm.org.apache.kafka.common.IsolationLevel
+
+        def offsets(spec: Any, level: Any) -> dict[tuple[str, int], int]:
+            request = jvm.java.util.HashMap()
+            for java_tp in java_tps.values():
+                request.put(java_tp, spec)
+            result = self._get(
+                admin.listOffsets(request, admin_pkg.ListOffsetsOptions(level)).all()
+            )
+            return {tp: int(result.get(java_tp).offset()) for tp, java_tp in java_tps.items()}
+
+        start = offsets(admin_pkg.OffsetSpec.earliest(), isolation.READ_UNCOMMITTED)
+        high = offsets(admin_pkg.OffsetSpec.latest(), isolation.READ_UNCOMMITTED)
+        stable = offsets(admin_pkg.OffsetSpec.latest(), isolation.READ_COMMITTED)
+        return [
+            EndOffsetSample(t, p, start[(t, p)], high[(t, p)], stable[(t, p)], at) for t, p in tps
         ]
 
 
@@ -384,6 +474,10 @@ def default_sampler(
 ) -> EndOffsetSampler:
     """The end-offset sampler of a source kind (see :mod:`offsetscope.pipelines.lag`)."""
     if kind == sources.KAFKA:
+        from offsetscope.secrets import kafka as secrets_kafka
+
+        if cfg.sources.kafka.security.sasl_mechanism in secrets_kafka.JAVA_ONLY_MECHANISMS:
+            return JavaKafkaSampler(cfg, clock)
         return KafkaSampler(cfg, clock)
     s = cfg.sources.segments
     data_dir = s.data_log_dir or log_dir or s.log_dir

@@ -59,6 +59,23 @@ password is generated once per data folder. Other users and their ACLs are creat
 with the AdminClient (:mod:`offsetscope.verify.harness.acls`). SCRAM over plaintext is only for
 loopback: the password never crosses the wire, but everything else does.
 
+Kerberos (``listener_security = "SASL_PLAINTEXT_GSSAPI"``, with ``kerberos_principal``,
+``kerberos_keytab``, ``kerberos_krb5_conf`` from a KDC such as :mod:`offsetscope.verify.harness.kdc`):
+the client and inter-broker listener takes GSSAPI logins, the controller listener stays
+PLAINTEXT on loopback, no authorizer (authentication only)::
+
+    listeners=SASL_PLAINTEXT://host:port,CONTROLLER://host:controller_port
+    listener.security.protocol.map=CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
+    sasl.enabled.mechanisms=GSSAPI
+    sasl.mechanism.inter.broker.protocol=GSSAPI
+    sasl.kerberos.service.name=<the principal's service, "kafka">
+    listener.name.sasl_plaintext.gssapi.sasl.jaas.config=...Krb5LoginModule <keytab, principal>
+
+and ``-Djava.security.krb5.conf`` for the broker and ``StorageTool``. ``host`` must be the
+principal's instance (``localhost`` for ``kafka/localhost``): clients ask for a ticket to
+``<service>/<advertised host>``. The readiness check is then the log line alone (the
+confluent-kafka wheel cannot log in with GSSAPI: :mod:`offsetscope.secrets.kafka`).
+
 Command line (``make kafka-up`` / ``kafka-down`` / ``kafka-status``)::
 
     python -m offsetscope.verify.harness.broker up [--env local] [--fresh]
@@ -91,7 +108,7 @@ from typing import Self
 
 from offsetscope import config as config_mod
 from offsetscope.config import BrokerConfig
-from offsetscope.secrets.kafka import jaas_config
+from offsetscope.secrets.kafka import KRB5_LOGIN_MODULE, jaas_config
 from offsetscope.verify.harness.jvm import (
     artifact_version,
     broker_log4j_config,
@@ -112,6 +129,7 @@ _PR_SET_PDEATHSIG = 1
 
 PLAINTEXT = "PLAINTEXT"
 SASL_PLAINTEXT = "SASL_PLAINTEXT"
+SASL_PLAINTEXT_GSSAPI = "SASL_PLAINTEXT_GSSAPI"
 SCRAM_MECHANISM = "SCRAM-SHA-512"
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 _SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule"
@@ -321,8 +339,35 @@ def server_properties(
         if credentials is None:
             raise ValueError("a SASL_PLAINTEXT broker needs its super user's credentials")
         props.update(_security_properties(cfg, ends, credentials))
+    elif cfg.listener_security == SASL_PLAINTEXT_GSSAPI:
+        props.update(_gssapi_properties(cfg, ends))
     props.update(cfg.properties)
     return props
+
+
+def _gssapi_properties(cfg: BrokerConfig, ends: Endpoints) -> dict[str, str]:
+    host = ends.host
+    service = cfg.kerberos_principal.split("/", 1)[0].split("@", 1)[0]
+    return {
+        "listeners": (
+            f"{SASL_PLAINTEXT}://{host}:{ends.port},CONTROLLER://{host}:{ends.controller_port}"
+        ),
+        "advertised.listeners": f"{SASL_PLAINTEXT}://{host}:{ends.port}",
+        "inter.broker.listener.name": SASL_PLAINTEXT,
+        "listener.security.protocol.map": f"CONTROLLER:PLAINTEXT,{SASL_PLAINTEXT}:{SASL_PLAINTEXT}",
+        "sasl.enabled.mechanisms": "GSSAPI",
+        "sasl.mechanism.inter.broker.protocol": "GSSAPI",
+        "sasl.kerberos.service.name": service,
+        f"listener.name.{SASL_PLAINTEXT.lower()}.gssapi.sasl.jaas.config": jaas_config(
+            KRB5_LOGIN_MODULE,
+            {
+                "useKeyTab": "true",
+                "storeKey": "true",
+                "keyTab": str(resolve_path(cfg.kerberos_keytab)),
+                "principal": cfg.kerberos_principal,
+            },
+        ),
+    }
 
 
 def _security_properties(
@@ -761,9 +806,12 @@ class Broker:
         # A one-shot tool spends its life starting up, and C1-only compilation starts faster
         # (docs/benchmarks.md, "Measurements behind design choices").
         jit = ["-XX:TieredStopAtLevel=1"] if short_lived else []
+        krb5 = self.config.kerberos_krb5_conf
+        kerberos = [f"-Djava.security.krb5.conf={resolve_path(krb5)}"] if krb5 else []
         return [
             java_executable(),
             *jit,
+            *kerberos,
             f"-Xmx{self.config.heap}",
             "-XX:+ExitOnOutOfMemoryError",
             "-Djava.awt.headless=true",
@@ -870,6 +918,8 @@ class Broker:
                 )
             if not started:
                 started = _log_contains(self.paths.server_log, _READY_LINE, log_start)
+            if started and self.config.listener_security == SASL_PLAINTEXT_GSSAPI:
+                return  # no Python client can ask it for metadata (see the module docstring)
             if started and _metadata_ready(handle.bootstrap, 2.0, handle.credentials):
                 return
             if time.monotonic() >= deadline:
