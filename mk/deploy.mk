@@ -2,7 +2,10 @@
 #
 #   make dist          the wheel in dist/ (the Databricks bundle's artifact: deploy/databricks)
 #   make yarn-env      build/yarn/offsetscope-env.tar.gz: a fresh venv with the wheel and the
-#                      locked dependencies, packed with venv-pack (deploy/yarn/submit.sh ships it)
+#                      locked dependencies, packed with venv-pack (deploy/yarn/submit.sh ships it),
+#                      without pyspark and py4j: spark-submit puts the cluster's own pyspark.zip
+#                      and py4j zip on every container's PYTHONPATH, and a second copy would be
+#                      uploaded with every application for nothing
 #   make test-deploy   the bundle's and the submit script's structural tests (no network, no JVM)
 #   make test-cluster  the Spark standalone cluster test (master + worker from the pyspark install)
 DIST_DIR := dist
@@ -20,6 +23,7 @@ $(YARN_ENV): dist requirements.lock
 	$(PYTHON) -m venv $(YARN_DIR)/env
 	$(YARN_DIR)/env/bin/pip install -q --upgrade pip==25.3
 	$(YARN_DIR)/env/bin/pip install -q -c requirements.lock $(DIST_DIR)/offsetscope-*.whl
+	$(YARN_DIR)/env/bin/pip uninstall -q -y pyspark py4j
 	$(PYTHON) -m venv $(YARN_DIR)/tools
 	$(YARN_DIR)/tools/bin/pip install -q venv-pack==$(VENV_PACK_VERSION)
 	$(YARN_DIR)/tools/bin/venv-pack -p $(YARN_DIR)/env -o $@

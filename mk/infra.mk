@@ -50,3 +50,13 @@ infra-krb5-client: ## apt-get the Kerberos client + Cyrus SASL GSSAPI + Debian l
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(INFRA_APT_PACKAGES)
 
 .PHONY: infra-krb5-client
+
+# The slow checks against those components (tests/remote/; never part of `make test`). Each
+# prints its outcome line at the end: `s3: N tables checked, M differ`, `yarn: ...`,
+# `kerberos: ...`.
+REMOTE_PYTEST = $(PY) -m pytest -q -p no:randomly -m slow
+
+test-s3: install infra-jars ## jobs on S3Proxy (s3a://) vs a local run, bad buckets/keys at start (several minutes)
+	$(REMOTE_PYTEST) tests/remote/test_s3.py
+
+.PHONY: test-s3

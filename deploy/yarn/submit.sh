@@ -3,7 +3,8 @@
 # Spark master the same way (the standalone-cluster test submits through this script).
 #
 #   deploy/yarn/submit.sh JOB [--env ENV] [--conf FILE] [--master URL] [--deploy-mode MODE]
-#                         [--archive TAR | --python PATH] [--jars-dir DIR] [--conf-dir DIR]
+#                         [--archive TAR | --python PATH] [--jars-dir DIR]... [--conf-dir DIR]
+#                         [--files FILE]... [--keytab FILE --principal NAME]
 #                         [--forward-env NAME]... [--dry-run] [-- SPARK-SUBMIT ARGS...]
 #
 #   JOB            ingest | alerts (jobs/<JOB>.py, which takes only --env and --conf)
@@ -17,8 +18,17 @@
 #   --python       instead of an archive: an interpreter every node has at this path (a shared
 #                  file system, or one machine as in the standalone test)
 #   --jars-dir     the JVM jars to ship with --jars (default: build/jvm/spark, from `make install`:
-#                  Delta and Spark's Kafka source)
+#                  Delta and Spark's Kafka source); repeat it for more folders (build/jvm/s3a
+#                  where the cluster has no S3A, build/jvm/msk-iam for AWS_MSK_IAM)
 #   --conf-dir     where base.toml and <ENV>.toml are (default: conf/)
+#   --files        a further file for every container's working folder (a CA bundle, a
+#                  krb5.conf): conf/ then names it by its bare file name. Repeatable; --files
+#                  given after `--` is merged too (spark-submit keeps only its last --files)
+#   --keytab, --principal
+#                  Kerberos: spark-submit logs in with them (HDFS, YARN and Hive delegation
+#                  tokens, renewed by the application master), and the keytab also lands in
+#                  every container as offsetscope.keytab, the name Kafka's GSSAPI login reads
+#                  ([sources.kafka.security] kerberos_keytab = "offsetscope.keytab")
 #   --forward-env  pass this environment variable to the driver (cluster mode); for secret
 #                  references such as env:OFFSETSCOPE_KAFKA_PASSWORD. Its value travels as a
 #                  spark.yarn.appMasterEnv setting: Spark's UI redacts names matching
@@ -51,11 +61,14 @@ MASTER="yarn"
 DEPLOY_MODE="cluster"
 ARCHIVE="$ROOT/build/yarn/offsetscope-env.tar.gz"
 PYTHON=""
-JARS_DIR="$ROOT/build/jvm/spark"
+JARS_DIRS=()
 CONF_DIR="$ROOT/conf"
 DRY_RUN=0
 FORWARD=()
 PASSTHROUGH=()
+EXTRA_FILES=()
+KEYTAB=""
+PRINCIPAL=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --env) ENV_NAME="${2:?--env needs a value}"; shift 2 ;;
@@ -64,24 +77,45 @@ while [[ $# -gt 0 ]]; do
     --deploy-mode) DEPLOY_MODE="${2:?--deploy-mode needs client or cluster}"; shift 2 ;;
     --archive) ARCHIVE="${2:?--archive needs a file}"; shift 2 ;;
     --python) PYTHON="${2:?--python needs a path}"; shift 2 ;;
-    --jars-dir) JARS_DIR="${2:?--jars-dir needs a folder}"; shift 2 ;;
+    --jars-dir) JARS_DIRS+=("${2:?--jars-dir needs a folder}"); shift 2 ;;
     --conf-dir) CONF_DIR="${2:?--conf-dir needs a folder}"; shift 2 ;;
+    --files) EXTRA_FILES+=("${2:?--files needs a file}"); shift 2 ;;
+    --keytab) KEYTAB="${2:?--keytab needs a file}"; shift 2 ;;
+    --principal) PRINCIPAL="${2:?--principal needs a name}"; shift 2 ;;
     --forward-env) FORWARD+=("${2:?--forward-env needs a name}"); shift 2 ;;
     --dry-run) DRY_RUN=1; shift ;;
-    --) shift; PASSTHROUGH=("$@"); break ;;
+    --)
+      shift
+      # spark-submit keeps only the last --files: the ones passed through join ours instead.
+      while [[ $# -gt 0 ]]; do
+        case "$1" in
+          --files) EXTRA_FILES+=("${2:?--files needs a file}"); shift 2 ;;
+          --files=*) EXTRA_FILES+=("${1#--files=}"); shift ;;
+          *) PASSTHROUGH+=("$1"); shift ;;
+        esac
+      done
+      ;;
     *) die "unknown option '$1'" ;;
   esac
 done
+[[ ${#JARS_DIRS[@]} -gt 0 ]] || JARS_DIRS=("$ROOT/build/jvm/spark")
+[[ -z "$KEYTAB" && -z "$PRINCIPAL" || -n "$KEYTAB" && -n "$PRINCIPAL" ]] \
+  || die "--keytab and --principal go together"
+[[ -z "$KEYTAB" || -f "$KEYTAB" ]] || die "no keytab $KEYTAB"
 [[ "$DEPLOY_MODE" == client || "$DEPLOY_MODE" == cluster ]] \
   || die "--deploy-mode must be client or cluster, not '$DEPLOY_MODE'"
 
 SPARK_SUBMIT="${SPARK_SUBMIT:-$(command -v spark-submit || true)}"
 [[ -n "$SPARK_SUBMIT" ]] || SPARK_SUBMIT="$ROOT/.venv/bin/spark-submit"
 
+jars=()
 shopt -s nullglob
-jars=("$JARS_DIR"/*.jar)
+for dir in "${JARS_DIRS[@]}"; do
+  found=("$dir"/*.jar)
+  [[ ${#found[@]} -gt 0 ]] || die "no jars in $dir: run make install (jvm-jars) or make infra-jars"
+  jars+=("${found[@]}")
+done
 shopt -u nullglob
-[[ ${#jars[@]} -gt 0 ]] || die "no jars in $JARS_DIR: run make install (jvm-jars)"
 JARS="$(IFS=,; echo "${jars[*]}")"
 
 [[ -f "$CONF_DIR/base.toml" ]] || die "no $CONF_DIR/base.toml"
@@ -98,8 +132,21 @@ if [[ -n "$EXTRA_CONF" ]]; then
   fi
 fi
 
+for file in ${EXTRA_FILES[@]+"${EXTRA_FILES[@]}"}; do
+  [[ -f "${file%%#*}" ]] || die "no file ${file%%#*} (--files)"
+  FILES="$FILES,$file"
+done
+if [[ -n "$KEYTAB" ]]; then
+  # A link name of its own: spark-submit distributes --keytab under a generated name, and the
+  # distributed cache refuses one name twice.
+  FILES="$FILES,$KEYTAB#offsetscope.keytab"
+fi
+
 cmd=("$SPARK_SUBMIT" --master "$MASTER" --deploy-mode "$DEPLOY_MODE"
      --name "offsetscope-$JOB-$ENV_NAME" --jars "$JARS" --files "$FILES")
+if [[ -n "$KEYTAB" ]]; then
+  cmd+=(--principal "$PRINCIPAL" --keytab "$KEYTAB")
+fi
 driver_env=()
 if [[ -n "$PYTHON" ]]; then
   cmd+=(--conf "spark.pyspark.python=$PYTHON" --conf "spark.executorEnv.PYSPARK_PYTHON=$PYTHON")

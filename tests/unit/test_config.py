@@ -284,7 +284,9 @@ def test_unknown_key_lists_the_known_ones(tmp_path: Path) -> None:
     _write(tmp_path, "base.toml", '[storage]\nschemaa = "x"\n')
     with pytest.raises(InvalidConfigError) as info:
         load("base", tmp_path)
-    assert "unknown key (known: catalog, checkpoint_dir, metastore, metastore_dir," in str(info.value)
+    assert "unknown key (known: catalog, checkpoint_dir, metastore, metastore_dir," in str(
+        info.value
+    )
 
 
 def test_errors_never_repeat_a_secret(tmp_path: Path) -> None:

@@ -126,3 +126,63 @@ def test_mistakes_stop_before_spark_submit(args: list[str], message: str) -> Non
     assert done.returncode == 2
     assert message in done.stderr
     assert done.stdout == ""
+
+
+def test_files_accumulate_with_the_configuration(archive: Path, tmp_path: Path) -> None:
+    ca, krb5, extra = (tmp_path / n for n in ("ca.pem", "krb5.conf", "jaas.conf"))
+    for f in (ca, krb5, extra):
+        f.write_text("x")
+    done = submit(
+        "ingest", "--archive", str(archive), "--files", str(ca), "--files", str(krb5),
+        "--dry-run", "--", "--files", str(extra), "--conf", "spark.yarn.maxAppAttempts=1",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    argv = shlex.split(done.stdout)
+    # One --files: spark-submit would keep only the last of several.
+    assert len(options(argv, "--files")) == 1
+    assert options(argv, "--files")[0].split(",") == [
+        str(ROOT / "conf" / "base.toml"),
+        str(ROOT / "conf" / "yarn.toml"),
+        str(ca),
+        str(krb5),
+        str(extra),
+    ]
+    assert confs(argv)["spark.yarn.maxAppAttempts"] == "1"
+
+
+def test_keytab_and_principal_log_in_and_ship_the_keytab(archive: Path, tmp_path: Path) -> None:
+    keytab = tmp_path / "svc.keytab"
+    keytab.write_bytes(b"\x05\x02")
+    _, argv = command(
+        "ingest", "--archive", str(archive), "--keytab", str(keytab),
+        "--principal", "offsetscope@EXAMPLE.COM",
+    )  # fmt: skip
+    assert options(argv, "--principal") == ["offsetscope@EXAMPLE.COM"]
+    assert options(argv, "--keytab") == [str(keytab)]
+    # Kafka's login reads it by this name in every container's working folder.
+    assert f"{keytab}#offsetscope.keytab" in options(argv, "--files")[0].split(",")
+
+
+def test_several_jar_folders_are_shipped(archive: Path) -> None:
+    spark, s3a = ROOT / "build" / "jvm" / "spark", ROOT / "build" / "jvm" / "kafka"
+    _, argv = command(
+        "ingest", "--archive", str(archive), "--jars-dir", str(spark), "--jars-dir", str(s3a)
+    )
+    shipped = options(argv, "--jars")[0].split(",")
+    assert shipped[: len(JARS)] == [str(j) for j in JARS]
+    assert shipped[len(JARS) :] == [str(j) for j in sorted(s3a.glob("*.jar"))]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--keytab", "/etc/hostname"], "--keytab and --principal go together"),
+        (["--keytab", "/no/such.keytab", "--principal", "p"], "no keytab"),
+        (["--files", "/no/such/ca.pem"], "no file /no/such/ca.pem"),
+        (["--jars-dir", "/no/such/folder"], "no jars in /no/such/folder"),
+    ],
+)
+def test_kerberos_and_file_mistakes_stop_before_spark_submit(args: list[str], message: str) -> None:
+    done = submit("ingest", "--python", "/x", *args, "--dry-run")
+    assert done.returncode == 2
+    assert message in done.stderr

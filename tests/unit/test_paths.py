@@ -114,7 +114,9 @@ def test_remote_path_reads_like_a_local_one(tmp_path: Path) -> None:
     (tmp_path / "t-0" / "00000000000000000000.log").write_bytes(b"0123456789")
     root = RemotePath("mem://root", pafs.LocalFileSystem(), str(tmp_path))
     child = root / "t-0"
-    assert child.is_dir() and not child.is_file() and child.exists()
+    assert child.is_dir()
+    assert not child.is_file()
+    assert child.exists()
     assert [p.name for p in child.iterdir()] == ["00000000000000000000.log"]
     segment = next(child.iterdir())
     assert str(segment) == "mem://root/t-0/00000000000000000000.log"
@@ -141,18 +143,24 @@ def test_the_log_readers_list_a_remote_directory(tmp_path: Path) -> None:
     ("cause", "meaning"),
     [
         (
-            "java.net.ConnectException: Call From vm/127.0.0.1 to localhost:1 failed on"
-            " connection exception: java.net.ConnectException: Connection refused",
+            (
+                "java.net.ConnectException: Call From vm/127.0.0.1 to localhost:1 failed on"
+                " connection exception: java.net.ConnectException: Connection refused"
+            ),
             "cannot reach the file system's server",
         ),
         (
-            "org.apache.hadoop.fs.s3a.UnknownStoreException: `s3a://no-such-bucket/x':"
-            " getFileStatus on s3a://no-such-bucket/x: NoSuchBucketException",
+            (
+                "org.apache.hadoop.fs.s3a.UnknownStoreException: `s3a://no-such-bucket/x':"
+                " getFileStatus on s3a://no-such-bucket/x: NoSuchBucketException"
+            ),
             "the bucket does not exist",
         ),
         (
-            "org.apache.hadoop.security.AccessControlException: Permission denied: user=alice,"
-            ' access=WRITE, inode="/":root:supergroup:drwxr-xr-x',
+            (
+                "org.apache.hadoop.security.AccessControlException: Permission denied: user=alice,"
+                ' access=WRITE, inode="/":root:supergroup:drwxr-xr-x'
+            ),
             "no access",
         ),
     ],

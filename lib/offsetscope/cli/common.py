@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from offsetscope import config
+from offsetscope import config, paths
 
 
 def env_args(parser: argparse.ArgumentParser) -> None:
@@ -21,10 +22,24 @@ def load_config(args: argparse.Namespace) -> config.Config:
     return config.load(args.env, extra=args.conf)
 
 
+# What a job refuses to start on: the message names the key and the cause, so one line on stderr
+# says it all (a traceback would bury it).
+START_ERRORS = (config.InvalidConfigError, paths.InvalidLocationError, paths.StorageAccessError)
+
+
 def register_job(
     subparsers: Any, name: str, help_text: str, handler: Callable[[argparse.Namespace], int]
 ) -> None:
-    """Add a sub-command that takes only ``--env`` and ``--conf`` (a job)."""
+    """Add a sub-command that takes only ``--env`` and ``--conf`` (a job). A configuration or
+    storage error at start is one line on stderr and exit code 1."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except START_ERRORS as exc:
+            print(f"offsetscope {name}: {exc}", file=sys.stderr, flush=True)
+            return 1
+
     parser = subparsers.add_parser(name, help=help_text)
     env_args(parser)
-    parser.set_defaults(handler=handler)
+    parser.set_defaults(handler=run)

@@ -207,18 +207,30 @@ def _stable(df: Any) -> Any:
     return df.select(*cols)
 
 
-def compare(spark: Any, base: config.Config, trial: config.Config) -> list[str]:
-    """Divergences of ``trial``'s tables from ``base``'s (empty when they hold the same rows)."""
+def compare(
+    spark: Any,
+    base: config.Config,
+    trial: config.Config,
+    read: Callable[[config.Config, str], Any] | None = None,
+) -> list[str]:
+    """Divergences of ``trial``'s tables from ``base``'s (empty when they hold the same rows).
+
+    ``read(cfg, logical)`` loads a table (default: by its name in the session's catalog).
+    """
     from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
 
     from offsetscope.spark import tables as catalogue
 
+    def by_name(cfg: config.Config, logical: str) -> Any:
+        return spark.table(catalogue.table_name(cfg, logical))
+
+    load = read or by_name
     out: list[str] = []
     for logical in sorted(catalogue.CATALOGUE):
-        a = spark.table(catalogue.table_name(base, logical))
+        a = load(base, logical)
         try:
-            b = spark.table(catalogue.table_name(trial, logical))
+            b = load(trial, logical)
         except AnalysisException as exc:
             out.append(f"{logical}: missing after the restart ({str(exc).splitlines()[0]})")
             continue

@@ -68,6 +68,11 @@ class S3Proxy:
             "spark.hadoop.fs.s3a.endpoint.region": REGION,
             "spark.hadoop.fs.s3a.path.style.access": "true",
             "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
+            # The key pair from the environment only: S3A's default chain would go on to the
+            # EC2 instance metadata address, which is not this machine's.
+            "spark.hadoop.fs.s3a.aws.credentials.provider": (
+                "software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider"
+            ),
         }
 
     def client_env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -75,6 +80,8 @@ class S3Proxy:
         env["AWS_ACCESS_KEY_ID"] = self.access_key
         env["AWS_SECRET_ACCESS_KEY"] = self.secret_key
         env["AWS_REGION"] = REGION
+        # pyarrow's S3 client must not ask the EC2 metadata address either.
+        env["AWS_EC2_METADATA_DISABLED"] = "true"
         return env
 
     def stop(self, timeout_s: float = 30.0) -> int | None:
