@@ -60,3 +60,13 @@ test-s3: install infra-jars ## jobs on S3Proxy (s3a://) vs a local run, bad buck
 	$(REMOTE_PYTEST) tests/remote/test_s3.py
 
 .PHONY: test-s3
+
+test-yarn: install infra-jars yarn-env ## ingest + alerts via submit.sh on MiniHadoop's YARN (client, cluster), tables on HDFS vs a local run
+	$(REMOTE_PYTEST) tests/remote/test_yarn.py
+
+.PHONY: test-yarn
+
+test-kerberos: install infra-jars ## a KDC, a GSSAPI-only broker, the ingest job reading __consumer_offsets through GSSAPI
+	$(REMOTE_PYTEST) tests/remote/test_kerberos.py
+
+.PHONY: test-kerberos

@@ -123,8 +123,24 @@ def run_job(
     env_name: str = "local",
 ) -> subprocess.CompletedProcess[str]:
     """``python -m jobs.<job> --env <env_name> --conf <conf_file>``; output also kept in ``log``."""
+    return run_module(
+        [f"jobs.{job}", "--env", env_name, "--conf", str(conf_file)],
+        env=env,
+        log=log,
+        timeout_s=timeout_s,
+    )
+
+
+def run_module(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    log: Path,
+    timeout_s: float = 1200.0,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m <argv...>`` from the project root; output also kept in ``log``."""
     root = config.project_root()
-    command = [sys.executable, "-m", f"jobs.{job}", "--env", env_name, "--conf", str(conf_file)]
+    command = [sys.executable, "-m", *argv]
     result = subprocess.run(
         command,
         cwd=root,
