@@ -61,7 +61,10 @@ test-s3: install infra-jars ## jobs on S3Proxy (s3a://) vs a local run, bad buck
 
 .PHONY: test-s3
 
-test-yarn: install infra-jars yarn-env ## ingest + alerts via submit.sh on MiniHadoop's YARN (client, cluster), tables on HDFS vs a local run
+# The packed environment is a prerequisite by file, not by target: `make yarn-env` rebuilds the
+# wheel and the archive every time (minutes), so run it once after changing the package.
+test-yarn: install infra-jars ## ingest + alerts via submit.sh on MiniHadoop's YARN (client, cluster), tables on HDFS vs a local run
+	@test -f $(YARN_ENV) || { echo "test-yarn: no $(YARN_ENV): run make yarn-env first" >&2; exit 1; }
 	$(REMOTE_PYTEST) tests/remote/test_yarn.py
 
 .PHONY: test-yarn
