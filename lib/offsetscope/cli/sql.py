@@ -82,7 +82,8 @@ def _sql(args: argparse.Namespace) -> int:
     from offsetscope.spark.session import build_job_session
 
     cfg = load_config(args)
-    spark = build_job_session(cfg, app_name=f"{cfg.spark.app_name}-sql")
+    # Read-only: a reader without write access to the tables' storage may query them.
+    spark = build_job_session(cfg, app_name=f"{cfg.spark.app_name}-sql", write=False)
     try:
         columns, rows, more = run_sql(spark, cfg, args.query, args.limit)
     except PySparkException as exc:

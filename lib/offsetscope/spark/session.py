@@ -214,7 +214,11 @@ def build_session(
 
 
 def build_job_session(
-    cfg: Config, *, app_name: str | None = None, extra_conf: Mapping[str, str] | None = None
+    cfg: Config,
+    *,
+    app_name: str | None = None,
+    extra_conf: Mapping[str, str] | None = None,
+    write: bool = True,
 ) -> SparkSession:
     """What a job process does before its first Spark call, then :func:`build_session`, then
     the storage check.
@@ -225,7 +229,8 @@ def build_job_session(
     metastore folders are created with no wider access than it allows (``docs/security.md``).
     Once the session runs, every remote location of ``conf/`` is checked for access
     (:func:`offsetscope.spark.storage.check_storage`): a job that cannot write its tables fails
-    here, naming the key, never half-way through a batch.
+    here, naming the key, never half-way through a batch. ``write=False`` (a command that only
+    reads the tables) checks that they can be read instead.
 
     Raises:
         StorageAccessError: a location cannot be reached, read or written.
@@ -234,5 +239,5 @@ def build_job_session(
     secrets_files.apply_umask(cfg.storage)
     secrets_files.prepare_storage(cfg.storage)
     spark = build_session(cfg, app_name=app_name, extra_conf=extra_conf)
-    storage.check_storage(spark, cfg)
+    storage.check_storage(spark, cfg, write=write)
     return spark

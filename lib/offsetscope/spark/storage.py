@@ -81,17 +81,40 @@ def check_writable(spark: SparkSession, key_path: str, value: str) -> paths.Loca
     return location
 
 
-def check_storage(spark: SparkSession, cfg: Config) -> None:
-    """Check every remote location of ``cfg`` (see the module docstring).
+def check_reachable(spark: SparkSession, key_path: str, value: str) -> paths.Location:
+    """Check that a folder exists and can be read, through the session's Hadoop file system.
+
+    Raises:
+        StorageAccessError: naming ``key_path``, the location and the file system's error.
+    """
+    location = paths.resolve(value)
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None, "a running session has a JVM gateway"
+    folder = jvm.org.apache.hadoop.fs.Path(str(location))
+    try:
+        fs = folder.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        fs.listStatus(folder)
+    # Py4J raises Py4JJavaError for any Java exception; all of them mean "not usable".
+    except Exception as exc:  # noqa: BLE001
+        raise StorageAccessError(key_path, str(location), "read it", _java_text(exc)) from None
+    return location
+
+
+def check_storage(spark: SparkSession, cfg: Config, *, write: bool = True) -> None:
+    """Check every remote location of ``cfg`` (see the module docstring); with ``write`` false
+    (a command that only reads the tables, ``offsetscope sql``) the table and checkpoint
+    locations are only listed, so a reader without write access passes.
 
     Raises:
         StorageAccessError: the first location that fails, with its key.
     """
     for key, value, written in locations_to_check(cfg):
         location = paths.resolve(value)
-        if location.is_local:
-            continue
-        if written:
+        if location.is_local or (not written and not write):
+            continue  # a reader of the tables never opens the log directory
+        if written and write:
             check_writable(spark, key, value)
+        elif written:
+            check_reachable(spark, key, value)
         else:
             paths.check_readable(key, value)
