@@ -204,9 +204,14 @@ def _compare(a_file: Path, b_file: Path) -> dict[str, Any]:
     a = config.load("local", extra=a_file)
     b = config.load("local", extra=b_file)
     metastore = Path(tempfile.mkdtemp(prefix="offsetscope-compare-"))
+    # B's file systems (S3A's jars and endpoint, the cluster's HDFS through HADOOP_CONF_DIR),
+    # but a local session with the project's jars, whatever master B's jobs ran on.
     reader = dataclasses.replace(
         b,
         storage=dataclasses.replace(b.storage, metastore="derby", metastore_dir=str(metastore)),
+        spark=dataclasses.replace(
+            b.spark, master="local[2]", jars_dir=config.SparkConfig().jars_dir
+        ),
     )
     spark = build_session(reader, app_name="offsetscope-remote-compare")
 
