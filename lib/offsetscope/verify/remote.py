@@ -146,6 +146,10 @@ def run_module(
     """``python -m <argv...>`` from the project root; output also kept in ``log``."""
     root = config.project_root()
     command = [sys.executable, "-m", *argv]
+    environment = dict(env if env is not None else os.environ)
+    # Everything runs on loopback: this machine's name resolves to 127.0.0.1, and Spark would
+    # otherwise bind its driver to the first external interface.
+    environment.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Output goes to files as it comes (a slow run can be watched), then is read back.
     out, err = log.with_suffix(".out"), log.with_suffix(".err")
     for _attempt in range(2):
@@ -153,7 +157,7 @@ def run_module(
             code = subprocess.run(
                 command,
                 cwd=root,
-                env=dict(env if env is not None else os.environ),
+                env=environment,
                 stdout=stdout,
                 stderr=stderr,
                 text=True,
@@ -175,10 +179,12 @@ def compare_runs(
     a: Path, b: Path, *, env: Mapping[str, str] | None = None, timeout_s: float = 1200.0
 ) -> dict[str, Any]:
     """Compare two runs' tables (site configurations ``a`` and ``b``) in a process of its own."""
+    environment = dict(env if env is not None else os.environ)
+    environment.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     result = subprocess.run(
         [sys.executable, "-m", "offsetscope.verify.remote", "compare", str(a), str(b)],
         cwd=config.project_root(),
-        env=dict(env if env is not None else os.environ),
+        env=environment,
         capture_output=True,
         text=True,
         timeout=timeout_s,
