@@ -69,7 +69,23 @@ test-yarn: install infra-jars ## ingest + alerts via submit.sh on MiniHadoop's Y
 
 .PHONY: test-yarn
 
-test-kerberos: install infra-jars ## a KDC, a GSSAPI-only broker, the ingest job reading __consumer_offsets through GSSAPI
-	$(REMOTE_PYTEST) tests/remote/test_kerberos.py
+test-kerberos: install infra-jars msk-iam-jars ## a KDC, a GSSAPI-only broker, the ingest job reading __consumer_offsets through GSSAPI; MSK IAM's login module loads
+	$(REMOTE_PYTEST) tests/remote/test_kerberos.py tests/remote/test_msk_iam.py
 
 .PHONY: test-kerberos
+
+# The AWS MSK IAM login module for Spark's Kafka source (deploy/msk-iam/pom.xml), used with
+# build/jvm/s3a's AWS SDK. Optional, like S3A: only for sasl_mechanism = "AWS_MSK_IAM" on a
+# platform that lacks it.
+MSK_IAM_STAMP := $(INFRA_JVM_DIR)/.msk-iam-resolved
+
+$(MSK_IAM_STAMP): deploy/msk-iam/pom.xml | $(STAMP)
+	@command -v $(MVN) >/dev/null || { echo "msk-iam-jars: Maven ($(MVN)) is not installed" >&2; exit 1; }
+	rm -rf $(INFRA_JVM_DIR)/msk-iam $@
+	$(MVN) -q -B -Dstyle.color=never -f deploy/msk-iam/pom.xml package
+	@ls $(INFRA_JVM_DIR)/msk-iam
+	touch $@
+
+msk-iam-jars: $(MSK_IAM_STAMP) ## resolve the AWS MSK IAM login module (build/jvm/msk-iam; with build/jvm/s3a)
+
+.PHONY: msk-iam-jars
