@@ -4,7 +4,8 @@
 #   make yarn-env      build/yarn/offsetscope-env.tar.gz: a fresh venv with the wheel, its spark
 #                      extra (the jobs run the packed pyspark) and the locked dependencies,
 #                      packed with venv-pack (deploy/yarn/submit.sh ships it)
-#   make test-deploy   the bundle's and the submit script's structural tests (no network, no JVM)
+#   make test-deploy   the bundle against its structure, the Databricks CLI's JSON Schema and the
+#                      target modes' rules, the submit script, the packaging (no network, no JVM)
 #   make test-cluster  the Spark standalone cluster test (master + worker from the pyspark install)
 DIST_DIR := dist
 # The wheel needs Python and `build` only: not the project's venv (pyspark, the dev tools) and
@@ -42,8 +43,9 @@ $(YARN_ENV): dist requirements.lock
 
 yarn-env: $(YARN_ENV) ## pack the job environment for YARN (deploy/yarn/submit.sh --archive)
 
-test-deploy: install ## structural tests of the Databricks bundle and the YARN submit script
-	$(PY) -m pytest -q tests/unit/test_deploy_bundle.py tests/unit/test_deploy_yarn.py
+test-deploy: install ## the bundle (structure, the CLI's JSON Schema, target modes), the YARN script, packaging
+	$(PY) -m pytest -q tests/unit/test_deploy_bundle.py tests/unit/test_deploy_bundle_schema.py \
+		tests/unit/test_deploy_yarn.py tests/unit/test_packaging.py
 
 test-cluster: install ## the ingest job submitted to a Spark standalone cluster on loopback
 	$(PY) -m pytest -q tests/cluster
