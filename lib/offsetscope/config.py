@@ -971,8 +971,11 @@ class LoggingConfig:
     level: LogLevel = "INFO"
     # A logging.Formatter format ("%(name)s" style), checked against a record at load.
     format: str = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-    # Levels of single loggers and their children, over ``level`` ("py4j" = "WARNING").
-    loggers: Mapping[str, LogLevel] = field(default_factory=dict)
+    # Levels of single loggers and their children, over ``level``. At INFO py4j logs every
+    # gateway connection, and great-expectations a line per API it registers at import.
+    loggers: Mapping[str, LogLevel] = field(
+        default_factory=lambda: {"py4j": "WARNING", "great_expectations": "WARNING"}
+    )
 
     def __post_init__(self) -> None:
         try:
