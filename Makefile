@@ -12,10 +12,12 @@ export PYTHONHASHSEED := 0
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+# The package with the platform extra (pyspark, delta-spark) and the dev tools, every version as
+# requirements.lock pins it (tests/unit/test_packaging.py checks the venv holds exactly the lock).
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip==25.3
-	$(PIP) install -q -c requirements.lock -e '.[dev]'
+	$(PIP) install -q -c requirements.lock -e '.[spark,dev]'
 	touch $@
 
 install: $(STAMP) ## create .venv with the package and dev tools
@@ -24,7 +26,7 @@ install: $(STAMP) ## create .venv with the package and dev tools
 lock: ## re-resolve requirements.lock from pyproject.toml (run after changing a pin)
 	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
 	.lock-venv/bin/pip install -q --upgrade pip==25.3
-	.lock-venv/bin/pip install -q -e '.[dev]'
+	.lock-venv/bin/pip install -q -e '.[spark,dev]'
 	.lock-venv/bin/pip freeze --exclude-editable | grep -v '^-e ' > requirements.lock
 	rm -rf .lock-venv
 

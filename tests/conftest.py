@@ -14,11 +14,15 @@
 
 Both start only when a test asks for them, so ``make test-unit`` never starts a JVM; a test
 that uses one without the matching marker is a collection error.
+
+Every test leaves Python's logging as it found it: an entry point a test runs (``cli.main``, a
+job's ``main``) configures the process's logging as a job would (:mod:`offsetscope.logs`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import shutil
 import sys
@@ -28,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from offsetscope import config
+from offsetscope import config, logs
 from offsetscope.verify.harness.broker import Broker, BrokerHandle
 
 if TYPE_CHECKING:
@@ -44,6 +48,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for fixture, marker in _MARKED_FIXTURES.items():
             if fixture in fixtures and item.get_closest_marker(marker) is None:
                 raise pytest.UsageError(f"{item.nodeid} uses {fixture} but is not marked {marker}")
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_found() -> Iterator[None]:
+    """Remove the handler an entry point installed and restore every logger's level."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    levels = {
+        name: logger.level
+        for name, logger in logging.Logger.manager.loggerDict.items()
+        if isinstance(logger, logging.Logger)
+    }
+    yield
+    # pytest's own capture handlers come and go around this fixture: only ours is removed.
+    for handler in [h for h in root.handlers if h not in handlers]:
+        if isinstance(handler, logs.StderrHandler):
+            root.removeHandler(handler)
+    if root.level != level:
+        root.setLevel(level)
+    for name, logger in list(logging.Logger.manager.loggerDict.items()):
+        if isinstance(logger, logging.Logger) and logger.level != levels.get(name, logging.NOTSET):
+            logger.setLevel(levels.get(name, logging.NOTSET))
 
 
 @pytest.fixture(scope="session")

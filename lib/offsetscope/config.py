@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import logging
 import os
 import re
 import tomllib
@@ -301,6 +302,7 @@ ListenerSecurity = Literal["PLAINTEXT", "SASL_PLAINTEXT", "SASL_PLAINTEXT_GSSAPI
 Severity = Literal["info", "warning", "critical"]
 BurrowStatus = Literal["STALL", "STOP", "REWIND", "WARN"]
 WebhookEvent = Literal["opened", "resolved"]
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 SEVERITIES: tuple[Severity, ...] = typing.get_args(Severity)
 _WEBHOOK_EVENTS: tuple[WebhookEvent, ...] = typing.get_args(WebhookEvent)
@@ -795,29 +797,182 @@ class QualityFailureRule:
 
 
 @_section
-class WebhookConfig:
-    """A generic JSON webhook. ``url`` and ``token`` are secret references, never values."""
+class DeliveryConfig:
+    """What every queued notifier shares: the least severe alert it sends, and how it retries.
 
-    url: SecretRef
-    token: SecretRef = ""  # sent as "Authorization: Bearer <token>" when set
+    HTTP notifiers retry connection errors, timeouts, 429 and 5xx answers (a 429's or 503's
+    ``Retry-After`` is waited for, up to ``max_backoff_s``); the email notifier retries
+    connection errors and SMTP's transient (4xx) replies. Other answers are final.
+    """
+
+    min_severity: Severity = "warning"
+    # Per attempt: the connect and the read timeout of a request, or of each SMTP command.
     timeout_s: PositiveFloat = 5.0
     max_attempts: AtLeast1 = 4
-    # First retry delay; doubles per attempt up to max_backoff_s.
+    # The second retry waits backoff_s, each later one twice the one before, at most
+    # max_backoff_s (the first retry follows at once).
     backoff_s: Annotated[StrictFloat, Field(ge=0)] = 0.5
     max_backoff_s: StrictFloat = 30.0
+    # Events waiting at most; more are recorded as dropped rather than waited for.
     queue_size: AtLeast1 = 1_000
-    min_severity: Severity = "warning"
 
     def __post_init__(self) -> None:
-        if not self.url:
-            raise InvalidConfigError("url", "is required")
-        if self.max_backoff_s < self.backoff_s:
-            raise InvalidConfigError("max_backoff_s", "must not be less than backoff_s")
+        _check_delivery(self)
+
+
+def _check_delivery(section: DeliveryConfig) -> None:
+    # Subclasses call this from their own __post_init__: zero-argument super() does not work in
+    # slotted dataclasses.
+    if section.max_backoff_s < section.backoff_s:
+        raise InvalidConfigError("max_backoff_s", "must not be less than backoff_s")
+
+
+def _require(key: str, value: str) -> None:
+    if not value:
+        raise InvalidConfigError(key, "is required")
+
+
+@_section
+class WebhookConfig(DeliveryConfig):
+    """A generic webhook: ``url`` and ``token`` are secret references, never values.
+
+    Without ``template`` it POSTs offsetscope's own JSON payload; with one, the body the Jinja2
+    template renders (sandboxed; ``event``, ``source`` and ``alert`` -- the payload's fields --
+    and ``summary``, the one-line text, are in scope) with ``content_type``.
+    """
+
+    url: SecretRef = field(kw_only=True)
+    token: SecretRef = ""  # sent as "Authorization: Bearer <token>" when set
+    template: str = ""
+    content_type: str = "application/json"
+
+    def __post_init__(self) -> None:
+        _check_delivery(self)
+        _require("url", self.url)
+        if self.template:
+            _check_template(self.template)
+
+
+def _check_template(text: str) -> None:
+    # Jinja2 is imported only when a template is configured.
+    import jinja2.sandbox
+
+    try:
+        jinja2.sandbox.SandboxedEnvironment().parse(text)
+    except jinja2.TemplateSyntaxError as exc:
+        raise InvalidConfigError(
+            "template", f"is not a valid Jinja2 template: {exc.message} (line {exc.lineno})"
+        ) from None
+
+
+@_section
+class SlackConfig(DeliveryConfig):
+    """A Slack incoming webhook; ``url`` (whose path is the credential) is a secret reference."""
+
+    url: SecretRef = field(kw_only=True)
+
+    def __post_init__(self) -> None:
+        _check_delivery(self)
+        _require("url", self.url)
+
+
+@_section
+class TeamsConfig(DeliveryConfig):
+    """A Microsoft Teams channel: the URL of a Workflows "When a Teams webhook request is
+    received" flow (or of a legacy incoming webhook), as a secret reference. Messages are an
+    Adaptive Card."""
+
+    url: SecretRef = field(kw_only=True)
+
+    def __post_init__(self) -> None:
+        _check_delivery(self)
+        _require("url", self.url)
+
+
+@_section
+class PagerDutyConfig(DeliveryConfig):
+    """PagerDuty's Events API v2: an alert that opens triggers an incident, one that resolves
+    resolves it (``dedup_key`` = the alert id). ``routing_key`` (the integration key of a
+    service) is a secret reference."""
+
+    routing_key: SecretRef = field(kw_only=True)
+    url: str = "https://events.pagerduty.com/v2/enqueue"
+    # payload.source: where the problem is, as an on-call engineer reads it.
+    source: str = "offsetscope"
+    min_severity: Severity = "critical"
+
+    def __post_init__(self) -> None:
+        _check_delivery(self)
+        _require("routing_key", self.routing_key)
+        _require("url", self.url)
+
+
+_LABEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@_section
+class AlertmanagerConfig(DeliveryConfig):
+    """Prometheus Alertmanager (``POST <url>/api/v2/alerts``). Alertmanager resolves an alert
+    nobody re-sends, so open alerts are re-sent at most every ``resend_every`` while the alerts
+    job evaluates, each valid for four intervals."""
+
+    url: str = field(kw_only=True)  # e.g. "http://alertmanager:9093"
+    token: SecretRef = ""  # "Authorization: Bearer <token>" when set
+    username: str = ""  # basic authentication, with password
+    password: SecretRef = ""
+    # Labels added to every alert (team, environment); the alert's own labels win.
+    labels: Mapping[str, str] = field(default_factory=dict)
+    resend_every: Duration = Duration("5m")
+
+    def __post_init__(self) -> None:
+        _check_delivery(self)
+        _require("url", self.url)
+        if bool(self.username) != bool(self.password):
+            raise InvalidConfigError("password", "username and password go together")
+        if self.token and self.username:
+            raise InvalidConfigError("token", "use a token or a username and password, not both")
+        for name in self.labels:
+            if not _LABEL_NAME.match(name):
+                raise InvalidConfigError(f"labels.{name}", "is not a Prometheus label name")
+
+
+SmtpSecurity = Literal["starttls", "tls", "none"]
+
+
+@_section
+class EmailConfig(DeliveryConfig):
+    """Email through an SMTP server. ``security``: ``starttls`` upgrades a plain connection
+    (port 587), ``tls`` speaks TLS from the start (port 465), ``none`` sends in the clear (a
+    relay on the same host). ``username`` and ``password`` are secret references."""
+
+    host: str = field(kw_only=True)
+    sender: str = field(kw_only=True)
+    recipients: tuple[str, ...] = field(kw_only=True)
+    port: Port = 587
+    security: SmtpSecurity = "starttls"
+    username: SecretRef = ""
+    password: SecretRef = ""
+    # A PEM bundle of the CAs the server's certificate is checked against (default: the
+    # system's).
+    ca_file: str = ""
+    subject_prefix: str = "[offsetscope]"
+
+    def __post_init__(self) -> None:
+        _check_delivery(self)
+        _require("host", self.host)
+        _require("sender", self.sender)
+        if not self.recipients:
+            raise InvalidConfigError("recipients", "needs at least one address")
+        if bool(self.username) != bool(self.password):
+            raise InvalidConfigError("password", "username and password go together")
+        if self.password and self.security == "none":
+            raise InvalidConfigError("security", "a password is sent only over starttls or tls")
 
 
 @_section
 class NotifyConfig:
-    """Where alert events (an alert opened or resolved) go."""
+    """Where alert events (an alert opened or resolved) go: the job's log, and any number of
+    named notifiers of each kind (``[alerts.notify.slack.<name>]`` ...)."""
 
     log: StrictBool = True
     events: tuple[WebhookEvent, ...] = _WEBHOOK_EVENTS
@@ -825,6 +980,11 @@ class NotifyConfig:
     # is recorded as "skipped", not sent.
     backfill_age: Duration = Duration("1h")
     webhooks: Mapping[str, WebhookConfig] = field(default_factory=dict)
+    slack: Mapping[str, SlackConfig] = field(default_factory=dict)
+    teams: Mapping[str, TeamsConfig] = field(default_factory=dict)
+    pagerduty: Mapping[str, PagerDutyConfig] = field(default_factory=dict)
+    alertmanager: Mapping[str, AlertmanagerConfig] = field(default_factory=dict)
+    email: Mapping[str, EmailConfig] = field(default_factory=dict)
 
 
 @_section
@@ -870,6 +1030,33 @@ class QualityConfig:
 
 
 @_section
+class LoggingConfig:
+    """How a process started by an entry point logs (:mod:`offsetscope.logs`): one handler on
+    the root logger writing to stderr -- where YARN's and Databricks' driver logs collect it --
+    with the redacting filter of :mod:`offsetscope.redaction`."""
+
+    level: LogLevel = "INFO"
+    # A logging.Formatter format ("%(name)s" style), checked against a record at load.
+    format: str = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    # Levels of single loggers and their children, over ``level``. At INFO py4j logs every
+    # gateway connection, and great-expectations a line per API it registers at import.
+    loggers: Mapping[str, LogLevel] = field(
+        default_factory=lambda: {"py4j": "WARNING", "great_expectations": "WARNING"}
+    )
+
+    def __post_init__(self) -> None:
+        try:
+            logging.Formatter(self.format, validate=True).format(
+                logging.makeLogRecord({"msg": "m", "levelno": logging.INFO})
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InvalidConfigError("format", f"is not a logging format: {exc}") from None
+        for name in self.loggers:
+            if not name or name != name.strip():
+                raise InvalidConfigError(f"loggers.{name}", "is not a logger name")
+
+
+@_section
 class Config:
     env: str = "base"
     sources: SourcesConfig = field(default_factory=SourcesConfig)
@@ -880,6 +1067,7 @@ class Config:
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
     quality: QualityConfig = field(default_factory=QualityConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
 
 
 # --------------------------------------------------------------------------- errors

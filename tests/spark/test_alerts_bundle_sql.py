@@ -41,7 +41,9 @@ def test_sql_alert_queries_run_on_the_declared_tables(
     alerts = YAML(typ="safe").load(SQL_ALERTS.read_text())["resources"]["alerts"]
     values = {}
     for key, definition in alerts.items():
-        sql = definition["query_text"].replace("${var.catalog}.${var.schema}", f"`{schema}`")
+        sql = definition["query_text"].replace(
+            "${var.catalog}.${resources.schemas.offsetscope.name}", f"`{schema}`"
+        )
         (row,) = spark.sql(sql).collect()
         values[key] = row[definition["evaluation"]["source"]["name"]]
     assert values["offsetscope_open_critical"] == 1

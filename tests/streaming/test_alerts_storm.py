@@ -7,6 +7,8 @@ call). The expected alerts come from the ground truth alone, by a millisecond sc
 generations the coordinator started: the table must hold exactly those, each opened while the
 storm raged, updated as it grew, and resolved once it was over -- and the alerts job, replaying
 the whole change feed of the fold state afterwards, must not raise any of them a second time.
+Logging is configured as the job's entry point configures it, so each event's line reaches the
+log (stderr) and is recorded ``delivered`` because it did.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from jobs import alerts as alerts_job
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from offsetscope import config
+from offsetscope import config, logs
 from offsetscope.alerts import tables as alert_tables
 from offsetscope.alerts.model import AlertRow
 from offsetscope.alerts.notify import LogNotifier
@@ -126,6 +128,7 @@ def test_storm_raises_exactly_the_expected_alerts_and_resolves_them(
             ),
         ),
     )
+    logs.configure(cfg.logging)
     hook = AlertsRunner(cfg, query_name="storm_hook", notifiers=[LogNotifier()])
     reports = ingest.run(
         spark, cfg, progress=lambda report: hook.after_ingest_batch(spark, report.batch_id)
@@ -169,6 +172,15 @@ def test_storm_raises_exactly_the_expected_alerts_and_resolves_them(
         (r.alert_id, e) for r in rows for e in ("opened", "resolved")
     )
     assert {n["status"] for n in told} == {"delivered"}
+    logged = capsys.readouterr().err
+    churn = [r for r in rows if r.rule == "member_churn"]
+    assert churn, "the storm's member churn is a warning: its lines are INFO"
+    for r in rows:
+        for event in ("opened", "resolved"):
+            assert (
+                f"offsetscope.alerts: alert {event} [{r.severity}] {r.rule} {r.subject} ({r.alert_id})"
+                in logged
+            )
 
     # The alerts job (jobs/alerts.py, on this process's session) replays the fold state's
     # whole change feed with its own checkpoint: it finds the same alerts and writes nothing.

@@ -1,10 +1,12 @@
 """The Databricks bundle, checked structurally and offline: every entry point, parameter, table,
-variable and configuration key it names exists in this repository."""
+variable, configuration key and dashboard field it names exists in this repository, and the job
+cluster's settings give each target the configuration and storage the bundle declares."""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 import re
 import tomllib
 from collections.abc import Iterator
@@ -12,15 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ruamel.yaml import YAML
+from databricks_bundle import BUNDLE, ROOT, Resolved, User, loaded, resolve
 
 from offsetscope import config
 
-ROOT = Path(__file__).resolve().parents[2]
-BUNDLE = ROOT / "deploy" / "databricks"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 VAR = re.compile(r"\$\{var\.([A-Za-z_][A-Za-z0-9_]*)\}")
-TABLE_REF = re.compile(r"\$\{var\.catalog\}\.\$\{var\.schema\}\.([A-Za-z_][A-Za-z0-9_]*)")
 HEALTH_METRICS = {
     "STREAMING_BACKLOG_BYTES",
     "STREAMING_BACKLOG_RECORDS",
@@ -28,36 +27,26 @@ HEALTH_METRICS = {
     "STREAMING_BACKLOG_FILES",
     "RUN_DURATION_SECONDS",
 }
+# Databricks Runtime -> the Apache Spark line it ships (Databricks' release notes).
+RUNTIME_SPARK = {"17": "4.0", "18": "4.1", "19": "4.2"}
+DASHBOARD = BUNDLE / "dashboards" / "offsetscope.lvdash.json"
+VALUES = {
+    "warehouse_id": "0123456789abcdef",
+    "alert_email": "kafka-oncall@example.com",
+    "notification_destination_id": "00000000-0000-0000-0000-000000000001",
+    "jobs_principal": "6f1c3b8e-5a2d-4c1b-9e7f-0a1b2c3d4e5f",
+}
 
-
-def _load(path: Path) -> dict[str, Any]:
-    data = YAML(typ="safe").load(path.read_text())
-    assert isinstance(data, dict), path
-    return data
-
-
-def bundle() -> tuple[dict[str, Any], dict[str, Path]]:
-    """The bundle's documents merged the way the CLI merges ``include``, and the file each
-    resource was defined in (relative paths in a resource are relative to its file)."""
-    root = _load(BUNDLE / "databricks.yml")
-    merged = dict(root)
-    resources: dict[str, dict[str, Any]] = {}
-    origin: dict[str, Path] = {}
-    files = sorted(p for pattern in root["include"] for p in BUNDLE.glob(pattern))
-    assert files, "the bundle includes resource files"
-    for path in files:
-        for kind, items in _load(path).get("resources", {}).items():
-            for key, value in items.items():
-                assert key not in resources.setdefault(kind, {}), f"{kind}.{key} defined twice"
-                resources[kind][key] = value
-                origin[f"{kind}.{key}"] = path
-    merged["resources"] = resources
-    return merged, origin
-
-
-BUNDLE_DOC, ORIGIN = bundle()
+BUNDLE_DOC, ORIGIN = loaded()
 JOBS: dict[str, Any] = BUNDLE_DOC["resources"]["jobs"]
 TARGETS: list[str] = sorted(BUNDLE_DOC["targets"])
+
+
+def target(name: str) -> Resolved:
+    values = dict(VALUES)
+    if name != "prod":
+        values.pop("jobs_principal")
+    return resolve(name, User("alice@example.com"), values)
 
 
 def wheel_tasks() -> Iterator[tuple[str, dict[str, Any]]]:
@@ -74,14 +63,6 @@ def job_module(entry_point: str) -> Any:
     return importlib.import_module(f"jobs.{entry_point.removeprefix(prefix)}")
 
 
-def resolve(text: str, target: str) -> str:
-    """``${bundle.target}`` and ``${var.*}`` as the bundle resolves them for ``target``."""
-    values = {k: v.get("default") for k, v in BUNDLE_DOC["variables"].items()}
-    values.update((BUNDLE_DOC["targets"][target] or {}).get("variables", {}))
-    text = text.replace("${bundle.target}", target)
-    return VAR.sub(lambda m: str(values[m.group(1)]), text)
-
-
 def strings(node: Any) -> Iterator[str]:
     if isinstance(node, str):
         yield node
@@ -93,14 +74,27 @@ def strings(node: Any) -> Iterator[str]:
             yield from strings(value)
 
 
-def test_the_bundle_has_dev_and_prod_targets_and_both_jobs() -> None:
+def cluster_env(resolved: Resolved) -> dict[str, str]:
+    (job,) = resolved.resources["jobs"].values()
+    (cluster,) = job["job_clusters"]
+    env: dict[str, str] = cluster["new_cluster"]["spark_env_vars"]
+    return env
+
+
+def test_one_continuous_job_runs_ingest_and_alerts_beside_each_other() -> None:
     assert TARGETS == ["dev", "prod"]
-    assert BUNDLE_DOC["targets"]["dev"]["mode"] == "development"
-    assert BUNDLE_DOC["targets"]["prod"]["mode"] == "production"
-    assert sorted(t["python_wheel_task"]["entry_point"] for _, t in wheel_tasks()) == [
-        "offsetscope-alerts",
-        "offsetscope-ingest",
-    ]
+    assert list(JOBS) == ["offsetscope"]
+    job = JOBS["offsetscope"]
+    assert set(job["continuous"]) == {"task_retry_mode"}
+    assert job["continuous"]["task_retry_mode"] == "ON_FAILURE"
+    assert "schedule" not in job
+    assert "trigger" not in job
+    assert job["max_concurrent_runs"] == 1
+    tasks = {t["python_wheel_task"]["entry_point"]: t for _, t in wheel_tasks()}
+    assert sorted(tasks) == ["offsetscope-alerts", "offsetscope-ingest"]
+    # Beside each other: one warm cluster, neither waiting for the other.
+    assert {t["job_cluster_key"] for t in tasks.values()} == {"offsetscope"}
+    assert all("depends_on" not in t for t in tasks.values())
 
 
 def test_every_entry_point_is_a_project_script_of_the_wheel() -> None:
@@ -128,17 +122,31 @@ def test_every_task_installs_the_project_wheel_built_by_make_dist() -> None:
         assert wheel.name == "*.whl"
 
 
-@pytest.mark.parametrize("target", TARGETS)
+def test_the_runtime_ships_the_spark_line_the_project_is_tested_on() -> None:
+    version = BUNDLE_DOC["variables"]["spark_version"]["default"]
+    match = re.fullmatch(r"(\d+)(?:\.\d+)?\.x-scala2\.13", version)
+    assert match, version
+    pins = dict(line.split("==") for line in (ROOT / "requirements.lock").read_text().splitlines())
+    tested = ".".join(pins["pyspark"].split(".")[:2])
+    assert RUNTIME_SPARK[match.group(1)] == tested, f"{version} does not ship Spark {tested}"
+    readme = (ROOT / "README.md").read_text()
+    assert f"Databricks Runtime {match.group(1)}" in readme
+    assert f"`{version}`" in readme
+
+
+@pytest.mark.parametrize("name", TARGETS)
 def test_every_parameter_is_accepted_by_the_jobs_parser(
-    target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # With an empty conf folder, a job gets past its argument parser and stops at loading
     # the configuration (exit 1, the error on one line): that proves the parser accepted every
     # parameter (argparse exits with status 2 otherwise, as the last check shows).
     monkeypatch.setenv("OFFSETSCOPE_CONF_DIR", str(tmp_path))
-    for _, task in wheel_tasks():
+    (job,) = target(name).resources["jobs"].values()
+    for task in job["tasks"]:
         wheel_task = task["python_wheel_task"]
-        params = [resolve(p, target) for p in wheel_task["parameters"]]
+        params = wheel_task["parameters"]
+        assert params == ["--env", name]
         main = job_module(wheel_task["entry_point"]).main
         assert main(params) == 1
         assert re.search(r"base\.toml does not exist", capsys.readouterr().err)
@@ -147,23 +155,28 @@ def test_every_parameter_is_accepted_by_the_jobs_parser(
         assert bad.value.code == 2
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_each_target_has_a_configuration_matching_the_bundle_variables(target: str) -> None:
-    cfg = config.load(target)
-    assert resolve("${var.catalog}", target) == cfg.storage.catalog
-    assert resolve("${var.schema}", target) == cfg.storage.schema
+@pytest.mark.parametrize("name", TARGETS)
+def test_the_cluster_gives_each_target_the_bundles_storage(name: str) -> None:
+    # The configuration a task loads: conf/<target>.toml, with the job cluster's environment
+    # (OFFSETSCOPE__STORAGE__* overrides) as the cluster sets it.
+    resolved = target(name)
+    env = {k: v for k, v in cluster_env(resolved).items() if k.startswith("OFFSETSCOPE__")}
+    cfg = config.load(name, conf_dir=ROOT / "conf", environ=env)
+    schema = resolved.resources["schemas"]["offsetscope"]
+    assert (cfg.storage.catalog, cfg.storage.schema) == (schema["catalog_name"], schema["name"])
+    assert cfg.storage.checkpoint_dir == resolved.volume_paths["checkpoints"]
+    volume = resolved.resources["volumes"]["checkpoints"]
+    assert (volume["catalog_name"], volume["schema_name"]) == (cfg.storage.catalog, schema["name"])
     assert cfg.spark.jars_dir == "", "the runtime brings Delta and the Kafka source"
     assert cfg.sources.kind == "kafka"
-    # The ingest job runs continuously, the alerts job on a schedule, each until it stops.
-    assert "continuous" in JOBS["offsetscope_ingest"]
+    # Both queries stream until stopped, as tasks of a continuous job.
     assert cfg.pipeline.trigger == "processing_time"
-    assert "schedule" in JOBS["offsetscope_alerts"]
-    assert cfg.alerts.trigger == "available_now"
+    assert cfg.alerts.trigger == "processing_time"
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_secret_references_of_a_target_are_provided_by_its_clusters(target: str) -> None:
-    cfg = config.load(target)
+@pytest.mark.parametrize("name", TARGETS)
+def test_secret_references_of_a_target_are_provided_by_its_cluster(name: str) -> None:
+    cfg = config.load(name)
     refs: list[str] = []
 
     def walk(node: Any) -> None:
@@ -178,12 +191,10 @@ def test_secret_references_of_a_target_are_provided_by_its_clusters(target: str)
 
     walk(cfg)
     assert refs, "a production-like target reads its Kafka password by reference"
-    for key, job in JOBS.items():
-        for cluster in job["job_clusters"]:
-            env = cluster["new_cluster"].get("spark_env_vars", {})
-            for ref in refs:
-                if ref.startswith("env:"):
-                    assert ref.removeprefix("env:") in env, f"{key}: {ref}"
+    env = cluster_env(target(name))
+    for ref in refs:
+        if ref.startswith("env:"):
+            assert ref.removeprefix("env:") in env, ref
 
 
 def test_jobs_find_the_synced_configuration() -> None:
@@ -197,32 +208,34 @@ def test_jobs_find_the_synced_configuration() -> None:
 
 def test_health_rules_and_notifications() -> None:
     for key, job in JOBS.items():
-        assert not ("continuous" in job and "schedule" in job), key
-        assert job["max_concurrent_runs"] == 1
         rules = job["health"]["rules"]
-        assert rules
+        assert {r["metric"] for r in rules} >= {"STREAMING_BACKLOG_SECONDS"}
         assert {r["metric"] for r in rules} <= HEALTH_METRICS
-        assert all(r["op"] == "GREATER_THAN" and r["value"] > 0 for r in rules)
+        assert all(r["op"] == "GREATER_THAN" and r["value"] > 0 for r in rules), key
         assert job["email_notifications"]["on_failure"] == ["${var.alert_email}"]
+        assert "on_streaming_backlog_exceeded" in job["email_notifications"]
         assert job["webhook_notifications"]["on_failure"] == [
             {"id": "${var.notification_destination_id}"}
         ]
-    ingest = JOBS["offsetscope_ingest"]
-    assert {r["metric"] for r in ingest["health"]["rules"]} >= {"STREAMING_BACKLOG_SECONDS"}
-    assert "on_streaming_backlog_exceeded" in ingest["email_notifications"]
+
+
+def tables_named(sql: str) -> set[str]:
+    return set(re.findall(r"\b(?:FROM|JOIN)\s+(?:[`\w${}.]+\.)?`?([A-Za-z_]\w*)`?", sql))
 
 
 def test_sql_alerts_read_tables_the_configuration_names() -> None:
     alerts = BUNDLE_DOC["resources"]["alerts"]
     assert len(alerts) >= 3
-    for target in TARGETS:
-        names = set(dataclasses.asdict(config.load(target).tables).values())
+    prefix = "${var.catalog}.${resources.schemas.offsetscope.name}."
+    for name in TARGETS:
+        names = set(dataclasses.asdict(config.load(name).tables).values())
         for key, alert in alerts.items():
-            tables = TABLE_REF.findall(alert["query_text"])
+            sql = alert["query_text"]
+            tables = re.findall(re.escape(prefix) + r"(\w+)", sql)
             assert tables, key
             assert set(tables) <= names, key
             source = alert["evaluation"]["source"]["name"]
-            assert re.search(rf"\bAS {source}\b", alert["query_text"]), key
+            assert re.search(rf"\bAS {source}\b", sql), key
             assert alert["warehouse_id"] == "${var.warehouse_id}"
             assert alert["schedule"]["quartz_cron_schedule"]
 
@@ -231,6 +244,77 @@ def test_every_variable_is_declared_and_used() -> None:
     declared = set(BUNDLE_DOC["variables"])
     used = {m for s in strings(BUNDLE_DOC) for m in VAR.findall(s)}
     assert used == declared
-    for target in TARGETS:
-        overrides = (BUNDLE_DOC["targets"][target] or {}).get("variables", {})
+    for name in TARGETS:
+        overrides = (BUNDLE_DOC["targets"][name] or {}).get("variables", {})
         assert set(overrides) <= declared
+
+
+# ----------------------------------------------------------------------------- the dashboard
+
+
+def dashboard() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(DASHBOARD.read_text())
+    return data
+
+
+def dataset_sql(dataset: dict[str, Any]) -> str:
+    return "".join(dataset["queryLines"])
+
+
+def test_the_dashboard_resource_points_at_the_file_and_the_schema() -> None:
+    (resource,) = BUNDLE_DOC["resources"]["dashboards"].values()
+    path = (ORIGIN["dashboards.offsetscope"].parent / resource["file_path"]).resolve()
+    assert path == DASHBOARD
+    assert resource["dataset_catalog"] == "${var.catalog}"
+    assert resource["dataset_schema"] == "${resources.schemas.offsetscope.name}"
+    assert resource["warehouse_id"] == "${var.warehouse_id}"
+
+
+def test_dashboard_datasets_read_the_gold_tables_unqualified() -> None:
+    names = set(dataclasses.asdict(config.load("prod").tables).values())
+    read: set[str] = set()
+    for dataset in dashboard()["datasets"]:
+        sql = dataset_sql(dataset)
+        tables = tables_named(sql)
+        assert tables, dataset["name"]
+        # dataset_catalog and dataset_schema qualify them per target.
+        assert not re.search(r"\b(?:FROM|JOIN)\s+\S+\.", sql), dataset["name"]
+        read |= tables
+    assert read <= names
+    assert read >= {
+        "groups_current",
+        "group_generations",
+        "partition_lag",
+        "transactions",
+        "alerts",
+    }
+
+
+def test_every_widget_reads_a_dataset_and_fits_the_grid() -> None:
+    doc = dashboard()
+    datasets = {d["name"] for d in doc["datasets"]}
+    assert len(datasets) == len(doc["datasets"])
+    used: set[str] = set()
+    for page in doc["pages"]:
+        cells: set[tuple[int, int]] = set()
+        for item in page["layout"]:
+            widget, pos = item["widget"], item["position"]
+            assert pos["x"] >= 0, widget["name"]
+            assert pos["x"] + pos["width"] <= 6, widget["name"]
+            area = {
+                (x, y)
+                for x in range(pos["x"], pos["x"] + pos["width"])
+                for y in range(pos["y"], pos["y"] + pos["height"])
+            }
+            assert not area & cells, f"{widget['name']} overlaps another widget"
+            cells |= area
+            (query,) = widget["queries"]
+            assert query["query"]["datasetName"] in datasets
+            used.add(query["query"]["datasetName"])
+            fields = {f["name"] for f in query["query"]["fields"]}
+            encodings = widget["spec"]["encodings"]
+            named = [c["fieldName"] for c in encodings.get("columns", [])] + [
+                e["fieldName"] for k, e in encodings.items() if k != "columns"
+            ]
+            assert set(named) <= fields, widget["name"]
+    assert used == datasets, "every dataset is shown"

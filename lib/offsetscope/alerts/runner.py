@@ -56,7 +56,8 @@ from offsetscope.alerts.model import (
     AlertRow,
     AlertStatus,
 )
-from offsetscope.alerts.notify import Dispatcher, NotificationOutcome, Notifier, build_notifiers
+from offsetscope.alerts.notifiers import build_notifiers
+from offsetscope.alerts.notify import Dispatcher, NotificationOutcome, Notifier
 from offsetscope.clock import Clock, SystemClock
 from offsetscope.config import Config, duration_ms
 from offsetscope.history.groups import GroupState

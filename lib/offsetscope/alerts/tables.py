@@ -57,10 +57,10 @@ ALERT_NOTIFICATIONS = TableSpec(
     (
         ColumnSpec("alert_id", "string", False),
         ColumnSpec("event", "string", False, comment="opened | resolved"),
-        ColumnSpec("notifier", "string", False, comment="log | webhook:<name>"),
+        ColumnSpec("notifier", "string", False, comment="log | <kind>:<name> (slack:ops, ...)"),
         ColumnSpec("status", "string", False, comment="delivered | failed | dropped | skipped"),
         ColumnSpec("attempts", "int", False),
-        ColumnSpec("http_status", "int"),
+        ColumnSpec("http_status", "int", comment="the HTTP status, or SMTP reply code, last seen"),
         ColumnSpec("error", "string", comment="why it failed or was skipped (no secrets)"),
         ColumnSpec("queued_at", "timestamp", False),
         ColumnSpec("finished_at", "timestamp", False),

@@ -17,9 +17,19 @@ def env_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--conf", type=Path, default=None, help="a further TOML file, last")
 
 
+def reads_config(args: argparse.Namespace) -> bool:
+    """Whether the command was given ``--env``/``--conf`` (see :func:`env_args`)."""
+    return hasattr(args, "env") and hasattr(args, "conf")
+
+
 def load_config(args: argparse.Namespace) -> config.Config:
-    """The configuration the command's ``--env`` and ``--conf`` name."""
-    return config.load(args.env, extra=args.conf)
+    """The configuration the command's ``--env`` and ``--conf`` name, loaded once per command
+    (the ``offsetscope`` entry point reads it first for ``[logging]``)."""
+    loaded: config.Config | None = getattr(args, "loaded_config", None)
+    if loaded is None:
+        loaded = config.load(args.env, extra=args.conf)
+        args.loaded_config = loaded
+    return loaded
 
 
 # What a job refuses to start on: the message names the key and the cause, so one line on stderr
