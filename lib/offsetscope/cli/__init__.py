@@ -8,12 +8,20 @@ Sub-commands::
     offsetscope simulate SCENARIO --out DIR | --list                               (simulate)
     offsetscope sql "SELECT ..." [--env E]                                         (sql)
     offsetscope ingest [--env E] [--conf F]                                        (ingest)
-    offsetscope alerts [--env E] [--conf F]                                        (alerts)
+    offsetscope alerts [--env E] [--conf F] [--follow]                             (alerts)
+    offsetscope group list | describe G | lag G | history G                        (group)
+    offsetscope txn list | hanging                                                 (txn)
+    offsetscope report [--group G] --out FILE.html                                 (report)
+    offsetscope metrics serve [--port 9308]                                        (metrics)
+    offsetscope check-access [--topic T]                                           (check_access)
     offsetscope init [DIR] [--force]                                               (init)
+    offsetscope --version
 
 Each module adds its parsers through ``register(subparsers)`` and imports what its handler needs
-(Spark, the simulator) inside the handler, so ``decode`` never pays for a JVM. Exit codes: 0
-success, 1 the command failed on its input (one line on stderr), 2 bad usage.
+(Spark, the simulator) inside the handler, so ``decode`` never pays for a JVM. Commands that
+print rows take ``--format table|json|csv``. Exit codes: 0 success, 1 the command failed on its
+input (one line on stderr), 2 bad usage -- a bad argument, a configuration key that does not
+exist or a value it refuses, a missing ``conf/<env>.toml`` -- also one line, never a traceback.
 """
 
 from __future__ import annotations
@@ -22,12 +30,47 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from importlib import metadata
 
-from offsetscope.cli import alerts, decode, ingest, init, simulate, sql
+from offsetscope import config
+from offsetscope.cli import (
+    alerts,
+    check_access,
+    decode,
+    group,
+    ingest,
+    init,
+    metrics,
+    report,
+    simulate,
+    sql,
+    txn,
+)
+from offsetscope.cli.common import UsageError
 
 Handler = Callable[[argparse.Namespace], int]
 
-COMMANDS = (decode, simulate, sql, ingest, alerts, init)
+COMMANDS = (
+    decode,
+    simulate,
+    sql,
+    ingest,
+    alerts,
+    group,
+    txn,
+    report,
+    metrics,
+    check_access,
+    init,
+)
+
+
+def version() -> str:
+    """The installed package's version."""
+    try:
+        return metadata.version("offsetscope")
+    except metadata.PackageNotFoundError:  # run from a source tree without an install
+        return "unknown"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="offsetscope",
         description="Decode Kafka's internal topics and query their history.",
     )
+    parser.add_argument("--version", action="version", version=f"offsetscope {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.register(sub)
@@ -47,6 +91,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Handler = args.handler
     try:
         return handler(args)
+    except (UsageError, config.InvalidConfigError) as exc:
+        # The user's mistake (a flag, a key in conf/, a missing file): say which, in one line.
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except PermissionError as exc:
+        # offsetscope.secrets.access.KafkaAccessError: the missing ACL, named, no traceback.
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         # The reader went away (``| head``): not an error of ours. Point stdout at devnull so
         # the interpreter's final flush does not raise again.
