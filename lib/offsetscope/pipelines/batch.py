@@ -110,14 +110,16 @@ class BatchReport:
     def events(self) -> int:
         return sum(self.counts.get(k, 0) for k in dec.EVENT_KINDS)
 
-    def line(self) -> str:
-        """A one-line progress message."""
+    def line(self, backlog: str | None = None) -> str:
+        """A one-line progress message; ``backlog`` (how far behind the source's latest offsets
+        the query is, :mod:`offsetscope.pipelines.progress`) is appended when known."""
         rate = self.rows_in / self.seconds if self.seconds > 0 else 0.0
-        return (
+        line = (
             f"[{self.query_name}] batch {self.batch_id}: {self.rows_in} records "
             f"({self.events} events, {self.quarantined} quarantined, {self.unknown} unknown) "
             f"in {self.seconds:.1f} s ({rate:,.0f} records/s)"
         )
+        return f"{line}; {backlog}" if backlog else line
 
 
 @dataclass(slots=True)
