@@ -69,8 +69,11 @@ def test_the_printer_prints_each_batch_once_with_its_backlog() -> None:
     printer.progress(progress)  # the event, and again from recentProgress: one line
     printer.progress({**progress, "name": "another query"})
     assert lines == [
-        "[q] batch 0: 1000 records (1000 events, 0 quarantined, 0 unknown) in 2.0 s "
-        "(500 records/s); backlog 4,000 records in 1 partitions, caught up in ~8 s"
+        (
+            "[q] batch 0: 1000 records (1000 events, 0 quarantined, 0 unknown) in 2.0 s "
+            "(500 records/s); backlog 4,000 records in 1 partitions, caught up in ~8 s"
+        )
     ]
     printer.flush([])  # batch 1's progress never came: its line without a backlog
-    assert lines[-1].startswith("[q] batch 1: ") and "backlog" not in lines[-1]
+    assert lines[-1].startswith("[q] batch 1: ")
+    assert "backlog" not in lines[-1]

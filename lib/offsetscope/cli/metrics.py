@@ -48,8 +48,9 @@ def run(args: argparse.Namespace) -> int:
     from offsetscope.ops import metrics
 
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    if threading.current_thread() is threading.main_thread():  # signals reach the main thread
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
     queries = queries_for(args, "metrics")
     metrics.serve(
         queries,
