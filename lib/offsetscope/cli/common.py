@@ -144,7 +144,10 @@ def render_rows(
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(columns)
         for r in rows:
-            writer.writerow(["" if v is None else _cell(v) for v in r])
+            # Full precision in files; the table rounds seconds to tenths for reading.
+            writer.writerow(
+                ["" if v is None else repr(v) if isinstance(v, float) else _cell(v) for v in r]
+            )
         return out.getvalue().rstrip("\n")
     from offsetscope.cli.sql import format_table
 
