@@ -77,3 +77,18 @@ def test_the_printer_prints_each_batch_once_with_its_backlog() -> None:
     printer.flush([])  # batch 1's progress never came: its line without a backlog
     assert lines[-1].startswith("[q] batch 1: ")
     assert "backlog" not in lines[-1]
+
+
+def test_offsets_rebuilt_by_recent_progress_parse_too() -> None:
+    # StreamingQuery.recentProgress rebuilds progress from JSON: offsets come parsed, or as
+    # the text of a Python dict.
+    assert parse_offsets({"t": {"0": 4}}) == {"t-0": 4}
+    assert parse_offsets("{'t-0': 4}") == {"t-0": 4}
+
+
+def test_a_progress_it_cannot_read_still_prints_the_line() -> None:
+    lines: list[str] = []
+    printer = ProgressPrinter("q", [_report(0)], lines.append)
+    printer.progress({"name": "q", "batchId": 0, "sources": [{"endOffset": "{not offsets"}]})
+    assert len(lines) == 1
+    assert "backlog" not in lines[0]

@@ -86,7 +86,7 @@ def snapshot(queries: Queries, now_ms: int, refresh_seconds: float = 0.0) -> lis
         gid = str(g["group_id"])
         state = str(g["state"])
         families[f"{PREFIX}_info"].add_metric(
-            [gid, state, str(g["protocol"] or ""), "consumer", str(g["kind"])],
+            [gid, state, str(g["protocol"] or ""), str(g["protocol_type"] or ""), str(g["kind"])],
             1.0 if state == "Stable" else 0.0,
         )
         families[f"{PREFIX}_members"].add_metric([gid], float(g["members"] or 0))

@@ -21,6 +21,7 @@ not arrived when the query ends.
 
 from __future__ import annotations
 
+import ast
 import json
 import threading
 import time
@@ -60,15 +61,23 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def parse_offsets(text: str | None) -> dict[str, int]:
+def parse_offsets(offsets: str | Mapping[str, Any] | None) -> dict[str, int]:
     """A source offset as Spark reports it -> ``{"<topic>-<partition>": offset}``.
 
     Spark's Kafka source: ``{"topic": {"0": 12, ...}, ...}``; the segment source:
-    ``{"topic-0": 12, ...}``.
+    ``{"topic-0": 12, ...}``. The listener's events carry it as JSON text; the progress that
+    ``StreamingQuery.recentProgress`` rebuilds from JSON carries it parsed, or as the text of
+    a Python dict.
     """
-    if not text:
+    if not offsets:
         return {}
-    parsed = json.loads(text)
+    if isinstance(offsets, Mapping):
+        parsed: Any = offsets
+    else:
+        try:
+            parsed = json.loads(offsets)
+        except ValueError:
+            parsed = ast.literal_eval(offsets)
     out: dict[str, int] = {}
     for key, value in parsed.items():
         if isinstance(value, Mapping):
@@ -159,19 +168,30 @@ class ProgressPrinter(StreamingQueryListener):
             report = next((r for r in self.reports if r.batch_id == batch_id), None)
             if report is None:  # a batch without records writes no report
                 return
-            sources = _get(progress, "sources")
-            source = sources[0] if sources else None
-            end = parse_offsets(_get(source, "endOffset")) if source is not None else {}
-            if self.latest is not None:
-                latest: Mapping[str, int] = self.latest()
-            else:
-                latest = parse_offsets(_get(source, "latestOffset")) if source is not None else {}
-            records, partitions = behind(latest, end)
-            eta = self.catch_up.update(time.monotonic(), records, report.rows_in, report.seconds)
-            backlog = Backlog(records, partitions, eta)
-            self.backlogs[batch_id] = backlog
             self._printed.add(batch_id)
-        self.say(report.line(backlog.text()))
+            try:
+                end, latest = self._offsets(progress)
+            except (ValueError, SyntaxError, KeyError, TypeError, OSError):
+                # A progress line must never fail the ingest: this one goes without a backlog.
+                line = report.line()
+            else:
+                records, partitions = behind(latest, end)
+                eta = self.catch_up.update(
+                    time.monotonic(), records, report.rows_in, report.seconds
+                )
+                self.backlogs[batch_id] = Backlog(records, partitions, eta)
+                line = report.line(self.backlogs[batch_id].text())
+        self.say(line)
+
+    def _offsets(self, progress: Any) -> tuple[dict[str, int], Mapping[str, int]]:
+        """(where the batch ended, the source's latest offsets)."""
+        sources = _get(progress, "sources")
+        source = sources[0] if sources else None
+        end = parse_offsets(_get(source, "endOffset")) if source is not None else {}
+        if self.latest is not None:
+            return end, self.latest()
+        latest = parse_offsets(_get(source, "latestOffset")) if source is not None else {}
+        return end, latest
 
     def flush(self, recent: list[Any]) -> None:
         """Print the lines whose progress events had not arrived (``query.recentProgress``),

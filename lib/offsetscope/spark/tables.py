@@ -647,6 +647,7 @@ GROUP_OVERVIEW = ViewSpec(
         ("state", "state now"),
         ("generation", "current generation (classic) or group epoch (KIP-848)"),
         ("protocol", "assignor in use"),
+        ("protocol_type", "consumer, connect, ... as the members declared it"),
         ("members", "members now"),
         ("rebalances_1h", "rebalances in the hour before the query"),
         ("rebalances_24h", "rebalances in the day before the query"),
@@ -672,7 +673,7 @@ lag AS (
   FROM ({current_lag})
   GROUP BY group_id)
 SELECT c.group_id, c.kind, coalesce(c.state, 'Unknown') AS state, c.generation, c.protocol,
-       c.member_count AS members, coalesce(gen.rebalances_1h, 0) AS rebalances_1h,
+       c.protocol_type, c.member_count AS members, coalesce(gen.rebalances_1h, 0) AS rebalances_1h,
        coalesce(gen.rebalances_24h, 0) AS rebalances_24h, c.last_rebalance_at,
        c.last_commit_at, coalesce(lag.partitions, 0) AS partitions, lag.lag_records,
        lag.max_lag_seconds, c.deleted, c.updated_at
