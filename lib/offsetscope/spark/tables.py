@@ -34,6 +34,7 @@ the log / deleted-file retention from ``[pipeline]``.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -792,21 +793,52 @@ def view_name(cfg: Config, logical: str) -> str:
     return f"{schema_name(cfg)}.{_quote(getattr(cfg.tables, logical))}"
 
 
+# A view's property holding a digest of its definition: an unchanged view is not replaced (a
+# CREATE OR REPLACE VIEW resolves every table it reads, which costs each start of a job).
+_DEFINITION = "offsetscope.definition"
+
+
 def create_view_sql(cfg: Config, view: ViewSpec) -> str:
     """``CREATE OR REPLACE VIEW`` with the view's and every column's comment."""
     columns = ",\n".join(f"  {_quote(n)} COMMENT {_sql_string(c)}" for n, c in view.columns)
-    return (
+    head = (
         f"CREATE OR REPLACE VIEW {view_name(cfg, view.logical)} (\n{columns}\n)\n"
-        f"COMMENT {_sql_string(view.comment)}\nAS {view.select(cfg)}"
+        f"COMMENT {_sql_string(view.comment)}\n"
     )
+    body = f"AS {view.select(cfg)}"
+    digest = hashlib.sha256((head + body).encode()).hexdigest()[:16]
+    return f"{head}TBLPROPERTIES ({_sql_string(_DEFINITION)} = {_sql_string(digest)})\n{body}"
 
 
-def ensure_views(spark: SparkSession, cfg: Config) -> dict[str, str]:
-    """Create (or replace) every view; logical -> qualified name."""
+def _view_digest(sql: str) -> str:
+    return sql.split(f"{_sql_string(_DEFINITION)} = ", 1)[1].split(")", 1)[0].strip("'")
+
+
+def ensure_views(
+    spark: SparkSession, cfg: Config, existing: Iterable[str] | None = None
+) -> dict[str, str]:
+    """Create every view, or replace one whose definition changed; logical -> qualified name.
+
+    Args:
+        existing: lower-case names already in the schema (default: listed here).
+    """
+    if existing is None:
+        existing = {
+            row["tableName"].lower()
+            for row in spark.sql(f"SHOW TABLES IN {schema_name(cfg)}").collect()
+        }
+    have = set(existing)
     out = {}
     for view in VIEWS.values():
-        spark.sql(create_view_sql(cfg, view))
-        out[view.logical] = view_name(cfg, view.logical)
+        sql = create_view_sql(cfg, view)
+        name = view_name(cfg, view.logical)
+        stored = None
+        if getattr(cfg.tables, view.logical).lower() in have:
+            rows = spark.sql(f"SHOW TBLPROPERTIES {name} ({_sql_string(_DEFINITION)})").collect()
+            stored = rows[0]["value"] if rows else None
+        if stored != _view_digest(sql):
+            spark.sql(sql)
+        out[view.logical] = name
     return out
 
 
@@ -871,7 +903,7 @@ def ensure_tables(
             spark.sql(create_table_sql(cfg, table))
         out[name] = qualified
     if logical is None:
-        out.update(ensure_views(spark, cfg))
+        out.update(ensure_views(spark, cfg, existing))
     return out
 
 
