@@ -298,9 +298,24 @@ def _internal_records(log_dir: Path) -> int:
     return total
 
 
-def demo_config(base: config_mod.Config, work_dir: Path, scenario: Scenario) -> config_mod.Config:
-    """``base`` with the demo's log directory and its own storage under ``work_dir``."""
+# Records per micro-batch: the log is read in several batches, so the progress lines show the
+# backlog going down and lag is measured at several moments (once per batch), which the
+# report draws as lines over time.
+BATCH_RECORDS = 4_000
+
+
+def demo_config(
+    base: config_mod.Config,
+    work_dir: Path,
+    scenario: Scenario,
+    batch_records: int | None = BATCH_RECORDS,
+) -> config_mod.Config:
+    """``base`` with the demo's log directory and its own storage under ``work_dir``, read
+    ``batch_records`` records per micro-batch (None: as configured)."""
     cfg = config_mod.with_segment_source(base, scenario.log_dir)
+    if batch_records is not None:
+        segments = dataclasses.replace(cfg.sources.segments, max_records_per_trigger=batch_records)
+        cfg = dataclasses.replace(cfg, sources=dataclasses.replace(cfg.sources, segments=segments))
     cfg = config_mod.with_storage(cfg, work_dir=work_dir)
     return config_mod.with_pipeline(
         cfg, trigger="available_now", read_committed_groups=scenario.read_committed_groups
