@@ -326,8 +326,8 @@ def transactions_figure(report: GroupReport) -> go.Figure:
     fig.update_yaxes(autorange="reversed", automargin=True)
     return _layout(
         fig,
-        f"Transactions that committed offsets for the group: {len(txns)}",
-        max(260, 90 + 16 * len(txns)),
+        f"Transactions that committed offsets for the group: {len(txns)} (a row per producer)",
+        max(260, 90 + 22 * len({(t["transactional_id"], t["producer_epoch"]) for t in txns})),
     )
 
 
