@@ -4,8 +4,8 @@
 one ``class="point"`` element per bar or marker); :func:`marks` counts those per chart;
 :func:`screenshot` writes a PNG. Each call starts Chromium with a fresh profile folder and the
 flags that keep it off the network (no background networking, component updates, sync or QUIC)
-and waits for it to exit; if it does not within ``timeout_s`` its whole process group is
-killed, so no browser outlives the call.
+and waits for it to exit (at most ``timeout_s``); then its whole process group is killed, so no
+browser process outlives the call.
 
 ``python -m offsetscope.verify.browser screenshot PAGE.html OUT.png`` (``make
 report-screenshot``: the README's picture, from the demo's report).
@@ -14,6 +14,7 @@ report-screenshot``: the README's picture, from the demo's report).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shutil
@@ -56,9 +57,10 @@ def _run(page: Path, action: Sequence[str], timeout_s: float) -> str:
     except subprocess.TimeoutExpired:
         out, err = "", f"chromium did not finish within {timeout_s:g} s"
     finally:
-        if proc.poll() is None:
+        # Chromium's helper processes share its process group: none may outlive the call.
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        proc.wait()
         shutil.rmtree(profile, ignore_errors=True)
     if proc.returncode != 0:
         raise RuntimeError(f"chromium failed on {page} ({proc.returncode}): {err[-2000:]}")
