@@ -549,6 +549,12 @@ class TableNames:
     alert_notifications: TableName = "alert_notifications"
     quality_results: TableName = "quality_results"
     quality_quarantine: TableName = "quality_quarantine"
+    # The views over the gold tables (offsetscope.spark.tables.VIEWS), in the same schema.
+    current_lag: TableName = "current_lag"
+    group_overview: TableName = "group_overview"
+    member_churn: TableName = "member_churn"
+    hanging_transactions: TableName = "hanging_transactions"
+    group_timeline: TableName = "group_timeline"
 
     def __post_init__(self) -> None:
         seen: dict[str, str] = {}
@@ -1001,6 +1007,10 @@ class AlertsConfig:
     time_source: TimeSource = "event_time"
     # How far back the rules read history for a group; open alerts are carried over beyond it.
     lookback: Duration = Duration("24h")
+    # offsetscope's own consumer groups ([sources.kafka] group_id_prefix: the groups Spark's
+    # Kafka source joins) are left out unless this is true: each restart of the ingest query
+    # makes a new one, which would read as churn.
+    include_own_groups: StrictBool = False
     rebalance_storm: RebalanceStormRule = field(default_factory=RebalanceStormRule)
     member_churn: MemberChurnRule = field(default_factory=MemberChurnRule)
     rebalance_stuck: RebalanceStuckRule = field(default_factory=RebalanceStuckRule)
@@ -1565,3 +1575,10 @@ def with_storage(
 def with_pipeline(cfg: Config, **changes: Any) -> Config:
     """``cfg`` with ``[pipeline]`` settings replaced (``trigger="available_now"``, ...)."""
     return dataclasses.replace(cfg, pipeline=dataclasses.replace(cfg.pipeline, **changes))
+
+
+def is_own_group(cfg: Config, group_id: str) -> bool:
+    """True for one of offsetscope's own consumer groups: Spark's Kafka source joins groups
+    named ``[sources.kafka] group_id_prefix``-..., in the ``__consumer_offsets`` it reads."""
+    prefix = cfg.sources.kafka.group_id_prefix
+    return bool(prefix) and group_id.startswith(prefix)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import logging
 import os
 import secrets as random_secrets
@@ -43,7 +44,7 @@ from confluent_kafka.admin._listoffsets import OffsetSpec
 from confluent_kafka.cimpl import NewTopic
 from pyspark.sql import Row, SparkSession
 
-from offsetscope import config, redaction
+from offsetscope import cli, config, redaction
 from offsetscope.config import KafkaSecurityConfig, KafkaSourceConfig
 from offsetscope.pipelines import ingest
 from offsetscope.protocol import decode_record
@@ -252,6 +253,38 @@ def test_access_check_names_the_missing_acl(world: World, user: str, missing: li
     assert f"User:{user} is not authorized: it needs {'; '.join(expected)}" in message
     assert f"--allow-principal User:{user}" in message
     assert world.token not in message
+
+
+def test_check_access_command_lists_what_the_principal_lacks(
+    world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``offsetscope check-access``: 0 and one line for the reader; for a principal without the
+    group ACL, that ACL as a row (every format) and the kafka-acls line granting it, exit 1."""
+
+    def conf(user: str) -> Path:
+        path = tmp_path / f"{user}.toml"
+        path.write_text(
+            f'[sources.kafka]\nbootstrap_servers = "{world.broker.bootstrap}"\n\n'
+            '[sources.kafka.security]\nprotocol = "SASL_PLAINTEXT"\n'
+            f'sasl_mechanism = "SCRAM-SHA-512"\nsasl_username = "{user}"\n'
+            f'sasl_password = "env:{PASSWORD_ENV}"\n'
+        )
+        return path
+
+    argv = ["check-access", "--topic", world.topic, "--conf"]
+    assert cli.main([*argv, str(conf("reader"))]) == 0
+    assert capsys.readouterr().out.strip() == "User:reader has every ACL offsetscope needs"
+
+    assert cli.main([*argv, str(conf("no-group"))]) == 1
+    out = capsys.readouterr().out
+    assert "GROUP         | offsetscope-ingest | PREFIXED | READ" in out
+    assert "--allow-principal User:no-group --operation Read --group offsetscope-ingest" in out
+    assert world.token not in out
+    assert cli.main([*argv, str(conf("no-data")), "--format", "json"]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["resource_type"], r["name"], r["operation"]) for r in rows] == [
+        ("TOPIC", world.topic, "DESCRIBE")
+    ]
 
 
 def test_the_end_offset_sampler_needs_only_describe(world: World) -> None:

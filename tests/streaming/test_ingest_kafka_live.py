@@ -11,6 +11,7 @@ still-running query shows that too. End offsets come from the AdminClient.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -225,3 +226,79 @@ def test_rows_appear_while_the_query_runs(
             second.close()
         spark.sql(f"DROP SCHEMA IF EXISTS {live_cfg.storage.schema} CASCADE")
     assert query.exception() is None
+
+
+def _internal_records(bootstrap: str) -> int:
+    """Offsets in the internal topics now (what a query from "earliest" has to read)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"probe-{uuid.uuid4().hex}"})
+    try:
+        total = 0
+        for topic in ("__consumer_offsets", "__transaction_state"):
+            metadata = consumer.list_topics(topic, timeout=30).topics[topic]
+            for p in metadata.partitions:
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+                total += high - low
+        return total
+    finally:
+        consumer.close()
+
+
+def test_the_ingest_reports_its_backlog_and_labels_its_own_group(
+    spark: SparkSession, kafka_broker: BrokerHandle, live_cfg: config.Config, tmp_path: Path
+) -> None:
+    """Read from "earliest" in a few bounded batches: each line says how many records are still
+    behind Spark's latest offsets, the last one that the query caught up; a second run reads
+    the group Spark's Kafka source joined during the first, labelled as offsetscope's own and
+    left out of the views."""
+    bootstrap = kafka_broker.bootstrap
+    names = _names()
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(names.topic, PARTITIONS, 1)])[names.topic].result(timeout=30)
+    _produce(bootstrap, names.topic, 20)
+    consumer = _consumer(bootstrap, names.group)
+    consumer.subscribe([names.topic])
+    _consume_to_end([consumer], names.topic)
+    consumer.close()
+    # About four batches, however much earlier tests left in the internal topics.
+    per_batch = max(_internal_records(bootstrap) // 4, 1) + 1
+    prefix = f"offsetscope-ingest-{uuid.uuid4().hex[:6]}"
+    cfg = config.with_pipeline(live_cfg, trigger="available_now")
+    cfg = dataclasses.replace(
+        cfg,
+        sources=dataclasses.replace(
+            cfg.sources,
+            kafka=dataclasses.replace(
+                cfg.sources.kafka, max_offsets_per_trigger=per_batch, group_id_prefix=prefix
+            ),
+        ),
+    )
+    try:
+        lines: list[str] = []
+        ingest.run(spark, cfg, query_name="backlog", say=lines.append)
+        batches = [line for line in lines if "] batch " in line]
+        assert len(batches) >= 3, lines
+        behind = [
+            int(line.split("backlog ")[1].split(" records")[0].replace(",", ""))
+            for line in batches[:-1]
+        ]
+        assert behind[0] > 0
+        assert behind == sorted(behind, reverse=True)
+        assert "caught up in ~" in batches[0]
+        assert batches[-1].endswith("; caught up")
+
+        ingest.run(spark, cfg, query_name="backlog", say=lines.append)
+        current = {
+            r["group_id"]: r["offsetscope_own"]
+            for r in spark.table(catalogue.table_name(cfg, "groups_current")).collect()
+        }
+        own = {g for g in current if g.startswith(prefix)}
+        assert own, sorted(current)
+        assert all(current[g] for g in own)
+        assert current[names.group] is False
+        overview = {
+            r["group_id"] for r in spark.table(catalogue.view_name(cfg, "group_overview")).collect()
+        }
+        assert names.group in overview
+        assert not overview & own
+    finally:
+        spark.sql(f"DROP SCHEMA IF EXISTS {cfg.storage.schema} CASCADE")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,85 @@ def test_format_table_aligns_columns_and_marks_nulls() -> None:
         "a-much-longer-id | NULL",
     ]
     assert format_table(["v"], [("x" * 20,)], truncate=8).splitlines()[2] == "xxxxx..."
+
+
+def _usage(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exit_:  # argparse's own usage errors
+        code = int(exit_.code or 0)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, err.strip().splitlines()[-1]
+
+
+def test_user_errors_exit_2_with_one_line_naming_the_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    typo = tmp_path / "typo.toml"
+    typo.write_text('[sources]\nkindd = "kafka"\n')
+    bad_value = tmp_path / "bad.toml"
+    bad_value.write_text('[pipeline]\ntrigger = "sometimes"\n')
+    cases = {
+        ("partition-for", "g", "--partitions", "0"): "argument --partitions: 0 is not positive",
+        ("sql", "SELECT 1", "--env", "nope"): "conf/nope.toml does not exist",
+        ("group", "list", "--conf", str(tmp_path / "missing.toml")): "missing.toml does not exist",
+        ("group", "list", "--conf", str(typo)): "sources.kindd: unknown key",
+        ("txn", "hanging", "--conf", str(bad_value)): "pipeline.trigger",
+        ("ingest", "--env", "nope"): "conf/nope.toml does not exist",
+        ("alerts", "--env", "nope"): "conf/nope.toml does not exist",
+        ("report", "--out", "x.html", "--env", "nope"): "conf/nope.toml does not exist",
+        ("check-access", "--env", "nope"): "conf/nope.toml does not exist",
+        ("group", "list", "--since", "yesterday"): "'yesterday' is not a time",
+        ("group", "history", "g", "--since", "2h", "--as-of", "soon"): "'soon' is not a time",
+        ("metrics", "serve", "--interval", "often"): "'often' is not a duration",
+        ("group", "list", "--format", "xml"): "invalid choice: 'xml'",
+        ("no-such-command",): "invalid choice: 'no-such-command'",
+    }
+    for argv, expected in cases.items():
+        code, line = _usage(list(argv), capsys)
+        assert code == 2, argv
+        assert line.startswith(("error: ", "offsetscope")), line
+        assert expected in line, (argv, line)
+
+
+def test_a_since_after_as_of_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, line = _usage(
+        ["group", "list", "--as-of", "2026-01-01T00:00:00", "--since", "2026-02-01T00:00:00"],
+        capsys,
+    )
+    assert (code, line) == (2, "error: --since 2026-02-01T00:00:00 is not before --as-of")
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"offsetscope {metadata.version('offsetscope')}"
+
+
+def test_rows_print_as_table_json_and_csv() -> None:
+    import datetime as dt
+
+    from offsetscope.cli.common import render_rows
+
+    at = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+    rows = [("billing", 3, at, ["a", "b"], None, 1.25)]
+    columns = ["group_id", "generation", "at", "joined", "leader", "lag_seconds"]
+    assert json.loads(render_rows(columns, rows, "json")) == [
+        {
+            "group_id": "billing",
+            "generation": 3,
+            "at": "2026-01-02T03:04:05Z",
+            "joined": ["a", "b"],
+            "leader": None,
+            "lag_seconds": 1.25,
+        }
+    ]
+    assert render_rows(columns, rows, "csv").splitlines() == [
+        "group_id,generation,at,joined,leader,lag_seconds",
+        'billing,3,2026-01-02 03:04:05,"a,b",,1.25',
+    ]
+    assert render_rows(columns, rows, "table").splitlines()[2] == (
+        "billing  | 3          | 2026-01-02 03:04:05 | a,b    | NULL   | 1.2"
+    )

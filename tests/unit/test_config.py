@@ -452,3 +452,18 @@ def test_offsetscope_init_writes_the_templates(
     assert main(["init", str(dest)]) == 1
     assert "not overwriting what is there" in capsys.readouterr().err
     assert main(["init", "--force", str(dest)]) == 0
+
+
+def test_own_groups_are_named_by_the_kafka_source_prefix() -> None:
+    cfg = config.load("local")
+    assert cfg.sources.kafka.group_id_prefix == "offsetscope-ingest"
+    assert config.is_own_group(cfg, "offsetscope-ingest-6f1c-driver-0")
+    assert not config.is_own_group(cfg, "payments")
+    assert not cfg.alerts.include_own_groups  # left out of the alerts unless asked
+    blank = dataclasses.replace(
+        cfg,
+        sources=dataclasses.replace(
+            cfg.sources, kafka=dataclasses.replace(cfg.sources.kafka, group_id_prefix="")
+        ),
+    )
+    assert not config.is_own_group(blank, "payments")  # no prefix: no group is offsetscope's

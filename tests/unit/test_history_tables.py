@@ -105,7 +105,8 @@ def test_ddl_and_merge_condition() -> None:
     assert "`record_date` date NOT NULL GENERATED ALWAYS AS (CAST(record_timestamp AS DATE))" in sql
     assert "COMMENT 'when the offset became the group\\'s offset'" in sql
     assert sql.endswith(
-        "USING DELTA PARTITIONED BY (`record_date`) TBLPROPERTIES "
+        "USING DELTA PARTITIONED BY (`record_date`) COMMENT 'Every offset commit and tombstone, "
+        "with its transactional resolution.' TBLPROPERTIES "
         "('delta.appendOnly' = 'false', 'delta.enableChangeDataFeed' = 'true')"
     )
     assert t.properties == {"delta.appendOnly": "false", "delta.enableChangeDataFeed": "true"}

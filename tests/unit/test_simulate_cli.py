@@ -109,3 +109,31 @@ def test_no_ground_truth(tmp_path: Path) -> None:
     assert _run([str(scenario), "--out", str(tmp_path / "o"), "--no-ground-truth"]) == 0
     assert not (tmp_path / "o" / "ground_truth.jsonl").exists()
     assert (tmp_path / "o" / "t-0").is_dir()
+
+
+def _bytes(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def test_a_long_run_prints_progress_on_stderr_and_writes_the_same_bytes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Progress is printed while the scenario runs (here after every slice: the threshold a
+    long run must pass is lowered to nothing), on stderr; running in slices changes no byte."""
+    from offsetscope.sim.scenarios import run
+
+    scenario = tmp_path / "tiny.toml"
+    scenario.write_text(SMALL)
+    assert _run([str(scenario), "--out", str(tmp_path / "quiet"), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(run, "PROGRESS_AFTER_S", 0.0)
+    assert _run([str(scenario), "--out", str(tmp_path / "loud")]) == 0
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len([x for x in lines if "% of 20 s of virtual time" in x]) >= 10
+    assert lines[-2].startswith("simulate: 100% of 20 s")
+    assert lines[-1].startswith("simulate: writing ")
+    assert "% of" not in captured.out
+    assert _bytes(tmp_path / "loud") == _bytes(tmp_path / "quiet")

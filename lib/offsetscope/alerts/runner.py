@@ -59,7 +59,7 @@ from offsetscope.alerts.model import (
 from offsetscope.alerts.notifiers import build_notifiers
 from offsetscope.alerts.notify import Dispatcher, NotificationOutcome, Notifier
 from offsetscope.clock import Clock, SystemClock
-from offsetscope.config import Config, duration_ms
+from offsetscope.config import Config, duration_ms, is_own_group
 from offsetscope.history.groups import GroupState
 from offsetscope.history.rows import GenerationRow, PartitionLagRow, SessionRow, TransactionRow
 from offsetscope.pipelines import state as fold_state
@@ -333,7 +333,13 @@ class AlertsRunner:
                     r[0] for r in ongoing.select("transactional_id").distinct().collect()
                 }
             txns.update(self._open_txns)
-        return groups, txns
+        return self._users(groups), txns
+
+    def _users(self, groups: Iterable[str]) -> set[str]:
+        """``groups`` without offsetscope's own (``[alerts] include_own_groups``)."""
+        if self.settings.include_own_groups:
+            return set(groups)
+        return {g for g in groups if not is_own_group(self.cfg, g)}
 
     def _inputs(
         self,
@@ -367,6 +373,7 @@ class AlertsRunner:
                     cur.select("group_id", "group_life", "kind", "state", "state_since")
                 ).collect()
             ]
+        current = [c for c in current if c.group_id in self._users([c.group_id])]
         groups.update(c.group_id for c in current)
         # Reach back to the start of every open alert in scope, and one window before that, so
         # an episode in progress is found with the start it was first found with.

@@ -18,7 +18,12 @@ ALERTS = TableSpec(
     ALERTS_LAYER,
     (
         ColumnSpec("alert_id", "string", False, comment="hash of rule, subject, detail, episode"),
-        ColumnSpec("rule", "string", False),
+        ColumnSpec(
+            "rule",
+            "string",
+            False,
+            comment="rebalance_storm, member_churn, lag_stall, ... ([alerts] in conf/)",
+        ),
         ColumnSpec(
             "subject_kind", "string", False, comment="group | partition | transactional_id | table"
         ),
@@ -26,25 +31,38 @@ ALERTS = TableSpec(
         ColumnSpec(
             "detail", "string", False, comment="topic:partition, group_life:N, ... or empty"
         ),
-        ColumnSpec("group_life", "int"),
+        ColumnSpec("group_life", "int", comment="the group's life, for group subjects"),
         ColumnSpec("episode_start", "timestamp", False, comment="read from the data"),
         ColumnSpec("status", "string", False, comment="open | resolved"),
         ColumnSpec("severity", "string", False, comment="info | warning | critical"),
         ColumnSpec("value", "double", False, comment="the rule's measurement (peak or current)"),
-        ColumnSpec("threshold", "double"),
-        ColumnSpec("opened_at", "timestamp", False),
-        ColumnSpec("resolved_at", "timestamp"),
+        ColumnSpec("threshold", "double", comment="the configured threshold it crossed"),
+        ColumnSpec("opened_at", "timestamp", False, comment="evaluation time it opened"),
+        ColumnSpec(
+            "resolved_at", "timestamp", comment="evaluation time it resolved; null while open"
+        ),
         ColumnSpec("updated_at", "timestamp", False, comment="evaluation time of the last change"),
-        ColumnSpec("reason", "string", False),
-        ColumnSpec("generations", "array<int>", False),
-        ColumnSpec("member_ids", "array<string>", False),
-        ColumnSpec("instance_ids", "array<string>", False),
-        ColumnSpec("transactional_id", "string"),
-        ColumnSpec("producer_id", "bigint"),
-        ColumnSpec("producer_epoch", "int"),
-        ColumnSpec("evidence", "map<string,string>", False),
-        ColumnSpec("first_batch_id", "bigint", False),
-        ColumnSpec("last_batch_id", "bigint", False),
+        ColumnSpec("reason", "string", False, comment="what happened, in words"),
+        ColumnSpec(
+            "generations", "array<int>", False, comment="generations involved (rebalance rules)"
+        ),
+        ColumnSpec("member_ids", "array<string>", False, comment="member ids involved (churn)"),
+        ColumnSpec(
+            "instance_ids",
+            "array<string>",
+            False,
+            comment="group.instance.ids involved (static members cycling)",
+        ),
+        ColumnSpec("transactional_id", "string", comment="transactional.id (hanging transaction)"),
+        ColumnSpec("producer_id", "bigint", comment="its producer id"),
+        ColumnSpec("producer_epoch", "int", comment="its producer epoch"),
+        ColumnSpec(
+            "evidence", "map<string,string>", False, comment="the measurements behind the alert"
+        ),
+        ColumnSpec("first_batch_id", "bigint", False, comment="evaluating batch that first saw it"),
+        ColumnSpec(
+            "last_batch_id", "bigint", False, comment="evaluating batch that last changed it"
+        ),
     ),
     key=("alert_id",),
     change_data_feed=True,
@@ -55,15 +73,15 @@ ALERT_NOTIFICATIONS = TableSpec(
     "alert_notifications",
     ALERTS_LAYER,
     (
-        ColumnSpec("alert_id", "string", False),
+        ColumnSpec("alert_id", "string", False, comment="the alert (alerts.alert_id)"),
         ColumnSpec("event", "string", False, comment="opened | resolved"),
         ColumnSpec("notifier", "string", False, comment="log | <kind>:<name> (slack:ops, ...)"),
         ColumnSpec("status", "string", False, comment="delivered | failed | dropped | skipped"),
-        ColumnSpec("attempts", "int", False),
+        ColumnSpec("attempts", "int", False, comment="delivery attempts"),
         ColumnSpec("http_status", "int", comment="the HTTP status, or SMTP reply code, last seen"),
         ColumnSpec("error", "string", comment="why it failed or was skipped (no secrets)"),
-        ColumnSpec("queued_at", "timestamp", False),
-        ColumnSpec("finished_at", "timestamp", False),
+        ColumnSpec("queued_at", "timestamp", False, comment="when the event was queued"),
+        ColumnSpec("finished_at", "timestamp", False, comment="when the last attempt ended"),
     ),
     key=("alert_id", "event", "notifier"),
     comment="What happened to each alert event at each notifier.",

@@ -2,39 +2,81 @@
 
 ::
 
-    offsetscope alerts [--env local] [--conf extra.toml]
+    offsetscope alerts [--env local] [--conf extra.toml] [--follow] [--format table|json|csv]
 
 It follows the change data feed of the ``fold_state`` table the ingest job writes, evaluates the
 rules for the groups and transactional ids each change names, MERGEs the ``alerts`` table and
-notifies; everything else comes from ``conf/`` (``[alerts]``: rules, overrides, notifiers,
-trigger; ``[storage]``/``[tables]``: where the tables and checkpoints are). ``python -m
+notifies; everything else comes from ``conf/`` (``[alerts]``: rules, overrides, notifiers;
+``[storage]``/``[tables]``: where the tables and checkpoints are). By default it evaluates what
+the ingest wrote since its last run, once, prints the alerts open now and ends -- whatever
+``[alerts] trigger`` says; ``--follow`` keeps running on that trigger instead. ``python -m
 jobs.alerts`` and the wheel's ``offsetscope-alerts`` run the same.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import datetime as dt
 from typing import Any
 
-from offsetscope.cli.common import load_config, register_job
+from offsetscope.cli.common import format_arg, load_config, print_rows, register_job, spark_for
+
+_SHOWN = ("rule", "subject", "detail", "severity", "episode_start", "value", "threshold", "reason")
 
 
 def register(subparsers: Any) -> None:
     """Add ``alerts`` to the ``offsetscope`` command."""
-    register_job(subparsers, "alerts", "run the alert rules (see [alerts])", run)
+    parser = register_job(subparsers, "alerts", "run the alert rules once (see [alerts])", run)
+    parser.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep evaluating on [alerts] trigger instead of once",
+    )
+    format_arg(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     """Load the configuration, build the session, run the alerts query; 0 when it ends cleanly."""
     from offsetscope.alerts import runner
-    from offsetscope.spark.session import build_job_session
+    from offsetscope.alerts import tables as alert_tables
+    from offsetscope.alerts.model import AlertRow
+    from offsetscope.quality import tables as qtables
 
     cfg = load_config(args)
-    spark = build_job_session(cfg, app_name=f"{cfg.spark.app_name}-alerts")
+    if not args.follow:
+        cfg = dataclasses.replace(
+            cfg, alerts=dataclasses.replace(cfg.alerts, trigger="available_now")
+        )
+    spark = spark_for(cfg, "alerts")
     done = runner.run(spark, cfg)
-    rows = {r.alert_id: r for e in done.evaluations for r in e.rows}
-    still_open = sum(1 for r in rows.values() if r.status == "open")
-    print(
-        f"alerts: {len(done.evaluations)} evaluations, {len(rows)} alerts seen, {still_open} open"
+    seen = {r.alert_id for e in done.evaluations for r in e.rows}
+    # Every alert open now, not only those this run touched: a run with nothing new to
+    # evaluate still shows what is open.
+    table = qtables.qualified_name(cfg, alert_tables.ALERTS)
+    still_open = sorted(
+        qtables.rows_of(spark.table(table).where("status = 'open'"), AlertRow),
+        key=lambda r: (r.severity, r.rule, r.subject, r.detail),
     )
+    print_rows(
+        _SHOWN,
+        [
+            tuple(
+                _ms(v) if c == "episode_start" else v
+                for c, v in ((c, getattr(r, c)) for c in _SHOWN)
+            )
+            for r in still_open
+        ],
+        args.format,
+        empty="(no open alerts)",
+    )
+    if args.format == "table":
+        print(
+            f"alerts: {len(done.evaluations)} evaluations, {len(seen)} alerts seen, "
+            f"{len(still_open)} open"
+        )
     return 0
+
+
+def _ms(value: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(value / 1000, tz=dt.UTC)

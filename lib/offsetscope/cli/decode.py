@@ -37,6 +37,7 @@ import sys
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
+from offsetscope.cli.common import positive_int
 from offsetscope.protocol import codec, errors
 from offsetscope.protocol.dump_log import COMPRESSION_NAMES, dump_log_bytes
 from offsetscope.protocol.json_format import console_json, dumps
@@ -254,5 +255,7 @@ def register(subparsers: Any) -> None:
         "partition-for", help="the internal-topic partition of a group or txn id"
     )
     pf.add_argument("id")
-    pf.add_argument("--partitions", type=int, default=50)
+    pf.add_argument(
+        "--partitions", type=positive_int, default=50, help="partitions of the topic (default 50)"
+    )
     pf.set_defaults(handler=_partition_for)

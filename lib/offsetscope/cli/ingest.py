@@ -27,8 +27,12 @@ def run(args: argparse.Namespace) -> int:
     from offsetscope.pipelines import ingest
     from offsetscope.spark.session import build_job_session
 
+    def say(line: str) -> None:
+        print(line, flush=True)
+
     cfg = load_config(args)
+    say(f"ingest: starting Spark ({cfg.spark.master}) and its JVM ...")
     spark = build_job_session(cfg, app_name=f"{cfg.spark.app_name}-ingest")
-    reports = ingest.run(spark, cfg, progress=lambda r: print(r.line(), flush=True))
+    reports = ingest.run(spark, cfg, say=say)
     print(f"ingest: {len(reports)} micro-batches, {sum(r.rows_in for r in reports)} records")
     return 0

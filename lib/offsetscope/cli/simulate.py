@@ -114,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
                 "keep_timestamps": args.keep_timestamps,
                 "include_aborted": args.include_aborted,
             },
+            # On stderr: stdout is the summary line.
+            progress=None if args.quiet else lambda line: print(line, file=sys.stderr, flush=True),
         )
     except ScenarioError as exc:
         print(f"error: {exc}", file=sys.stderr)

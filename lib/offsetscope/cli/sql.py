@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from offsetscope import config
-from offsetscope.cli.common import env_args, load_config
+from offsetscope.cli.common import env_args, format_arg, load_config, render_rows
 
 
 def register(subparsers: Any) -> None:
@@ -30,6 +30,7 @@ def register(subparsers: Any) -> None:
     env_args(sql)
     sql.add_argument("--limit", type=int, default=100, help="rows to print (default 100)")
     sql.add_argument("--truncate", type=int, default=60, help="characters per cell (0: all)")
+    format_arg(sql)
     sql.set_defaults(handler=_sql)
 
 
@@ -90,6 +91,9 @@ def _sql(args: argparse.Namespace) -> int:
         # A user's query error (unknown table, syntax): one readable line, exit 1.
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 1
+    if args.format != "table":
+        print(render_rows(columns, [tuple(r) for r in rows], args.format))
+        return 0
     print(format_table(columns, [tuple(r) for r in rows], args.truncate))
     noun = "row" if len(rows) == 1 else "rows"
     suffix = f" shown, more left out by --limit {args.limit}" if more else ""

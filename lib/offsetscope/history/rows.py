@@ -168,6 +168,9 @@ class GroupCurrentRow:
     rebalances_24h: int
     deleted: bool
     updated_at: int
+    # True for offsetscope's own consumer groups (the groups its Kafka source joins); the
+    # folds do not know the configured prefix, the ingest sets it before writing.
+    offsetscope_own: bool | None = False  # nullable in the table: added to existing ones
 
 
 @dataclass(frozen=True, slots=True)

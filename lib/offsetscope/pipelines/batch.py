@@ -34,6 +34,7 @@ Per micro-batch (``foreachBatch``, with ``batch_df.sparkSession``)::
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections import defaultdict
@@ -47,13 +48,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from offsetscope.clock import Clock, SystemClock
-from offsetscope.config import Config
+from offsetscope.config import Config, is_own_group
 from offsetscope.history import batch as step
 from offsetscope.history.commits import Positions, summarize
 from offsetscope.history.groups import GroupState
 from offsetscope.history.lag import Position
 from offsetscope.history.offsets import COMMITTED, OffsetsState
-from offsetscope.history.rows import EndOffsetSample, OffsetCommitRow
+from offsetscope.history.rows import EndOffsetSample, GroupCurrentRow, OffsetCommitRow
 from offsetscope.history.transactions import TxnIdState
 from offsetscope.pipelines import frames
 from offsetscope.pipelines import lag as lagmod
@@ -109,14 +110,16 @@ class BatchReport:
     def events(self) -> int:
         return sum(self.counts.get(k, 0) for k in dec.EVENT_KINDS)
 
-    def line(self) -> str:
-        """A one-line progress message."""
+    def line(self, backlog: str | None = None) -> str:
+        """A one-line progress message; ``backlog`` (how far behind the source's latest offsets
+        the query is, :mod:`offsetscope.pipelines.progress`) is appended when known."""
         rate = self.rows_in / self.seconds if self.seconds > 0 else 0.0
-        return (
+        line = (
             f"[{self.query_name}] batch {self.batch_id}: {self.rows_in} records "
             f"({self.events} events, {self.quarantined} quarantined, {self.unknown} unknown) "
             f"in {self.seconds:.1f} s ({rate:,.0f} records/s)"
         )
+        return f"{line}; {backlog}" if backlog else line
 
 
 @dataclass(slots=True)
@@ -331,8 +334,19 @@ class IngestPipeline:
         out = folded.outputs
         BatchWriter.merge_rows(b.tasks, "offset_commits", out.offset_commits, prune_dates=True)
         for name, logical in _GOLD:
-            BatchWriter.merge_rows(b.tasks, logical, getattr(out, name))
+            rows = getattr(out, name)
+            if logical == "groups_current":
+                rows = self._label_own(rows)
+            BatchWriter.merge_rows(b.tasks, logical, rows)
         return positions, out.offset_commits
+
+    def _label_own(self, rows: Sequence[GroupCurrentRow]) -> list[GroupCurrentRow]:
+        """``rows`` with offsetscope's own groups labelled (``offsetscope_own``): the groups
+        Spark's Kafka source joins live in the same ``__consumer_offsets`` as the groups
+        offsetscope reports on (:func:`offsetscope.config.is_own_group`)."""
+        return [
+            dataclasses.replace(r, offsetscope_own=is_own_group(self.cfg, r.group_id)) for r in rows
+        ]
 
     def _load_states(
         self, b: Batch, wanted: Mapping[str, Sequence[str]]

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
@@ -20,6 +22,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from offsetscope import paths
 from offsetscope.config import Config
 from offsetscope.pipelines.batch import BatchReport, IngestPipeline, ProgressCallback
+from offsetscope.pipelines.progress import ProgressPrinter
 from offsetscope.quality import validate as quality
 from offsetscope.secrets import access as secrets_access
 from offsetscope.spark import sources
@@ -113,9 +116,16 @@ def run(
     checkpoint: str | None = None,
     log_dir: str | None = None,
     progress: ProgressCallback | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> list[BatchReport]:
     """Run the ingest query: until everything available is read (``available_now``), or until
     it is stopped or fails (``processing_time``).
+
+    Args:
+        progress: called with each batch's report, inside the batch (``foreachBatch``).
+        say: receives what the run is doing -- creating the tables, starting the query -- and
+            one line per micro-batch with the backlog left behind it
+            (:class:`~offsetscope.pipelines.progress.ProgressPrinter`).
 
     Returns:
         The reports of the batches this run processed.
@@ -133,15 +143,31 @@ def run(
         if cfg.sources.kind == sources.KAFKA
         else contextlib.nullcontext()
     )
+    name = query_name or cfg.pipeline.query_name
     with access:
+        if say is not None:
+            say(f"ingest: creating or checking the tables in {catalogue.schema_name(cfg)} ...")
         query, pipe = start(
             spark,
             cfg,
-            query_name=query_name,
+            query_name=name,
             checkpoint=checkpoint,
             log_dir=log_dir,
             progress=progress,
         )
+        printer = None
+        if say is not None:
+            where = (
+                f"{k.offsets_topic} and {k.transaction_topic} at {k.bootstrap_servers}"
+                if pipe.kind == sources.KAFKA
+                else sources.resolve_path(log_dir or cfg.sources.segments.log_dir)
+            )
+            say(f"ingest: query {name} started, reading {where} (a line per micro-batch)")
+            latest = (
+                sources.segment_log_ends(cfg, log_dir) if pipe.kind == sources.SEGMENTS else None
+            )
+            printer = ProgressPrinter(name, pipe.reports, say, latest)
+            spark.streams.addListener(printer)
         try:
             if cfg.pipeline.trigger == "available_now" and pipe.kind == sources.SEGMENTS:
                 query.processAllAvailable()
@@ -152,6 +178,9 @@ def run(
             # py4j keeps the batch function (and so this pipeline) alive after the query ends;
             # the sampler's AdminClient would go on reconnecting to a cluster nobody reads.
             pipe.sampler = None
+            if printer is not None:
+                spark.streams.removeListener(printer)
+                printer.flush(list(query.recentProgress))
         error = query.exception()
         if error is not None:
             raise error

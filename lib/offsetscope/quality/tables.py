@@ -44,15 +44,25 @@ QUALITY_RESULTS = TableSpec(
     QUALITY,
     (
         ColumnSpec("table_name", "string", False, comment="logical table the suite checks"),
-        ColumnSpec("batch_id", "bigint", False),
-        ColumnSpec("suite", "string", False),
-        ColumnSpec("success", "boolean", False),
-        ColumnSpec("evaluated_rows", "bigint", False),
+        ColumnSpec("batch_id", "bigint", False, comment="ingest micro-batch validated"),
+        ColumnSpec("suite", "string", False, comment="great-expectations suite name"),
+        ColumnSpec("success", "boolean", False, comment="every expectation held"),
+        ColumnSpec("evaluated_rows", "bigint", False, comment="rows validated"),
         ColumnSpec("failed_rows", "bigint", False, comment="rows sent to quarantine"),
-        ColumnSpec("expectations", f"array<{_EXPECTATION}>", False),
-        ColumnSpec("failed_expectations", "array<string>", False),
-        ColumnSpec("validated_at", "timestamp", False),
-        ColumnSpec("seconds", "double", False),
+        ColumnSpec(
+            "expectations",
+            f"array<{_EXPECTATION}>",
+            False,
+            comment="each expectation and its outcome",
+        ),
+        ColumnSpec(
+            "failed_expectations",
+            "array<string>",
+            False,
+            comment="names of the expectations that failed",
+        ),
+        ColumnSpec("validated_at", "timestamp", False, comment="when the suite ran (wall clock)"),
+        ColumnSpec("seconds", "double", False, comment="how long it took"),
     ),
     key=("table_name", "batch_id"),
     change_data_feed=True,
@@ -63,12 +73,14 @@ QUALITY_QUARANTINE = TableSpec(
     "quality_quarantine",
     QUALITY,
     (
-        ColumnSpec("table_name", "string", False),
-        ColumnSpec("batch_id", "bigint", False),
+        ColumnSpec("table_name", "string", False, comment="logical table the row was meant for"),
+        ColumnSpec("batch_id", "bigint", False, comment="ingest micro-batch"),
         ColumnSpec("row_key", "string", False, comment="the row's natural key as JSON"),
-        ColumnSpec("failed_expectations", "array<string>", False),
+        ColumnSpec(
+            "failed_expectations", "array<string>", False, comment="the expectations the row broke"
+        ),
         ColumnSpec("row_json", "string", False, comment="the whole row as JSON"),
-        ColumnSpec("quarantined_at", "timestamp", False),
+        ColumnSpec("quarantined_at", "timestamp", False, comment="when it was set aside"),
     ),
     key=("table_name", "batch_id", "row_key"),
     append_only=True,
@@ -105,12 +117,24 @@ def create_sql(cfg: Config, spec: TableSpec) -> str:
 
 
 def ensure(spark: SparkSession, cfg: Config, specs: Iterable[TableSpec]) -> dict[str, str]:
-    """Create the schema and ``specs`` if missing (idempotent); logical -> qualified name."""
+    """Create the schema and ``specs`` if missing (idempotent); logical -> qualified name.
+
+    An existing table is brought up to its declaration as the catalogue's own tables are
+    (:func:`offsetscope.spark.tables.migrate`: comments, added nullable columns).
+    """
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS {catalogue.schema_name(cfg)}")
+    existing = {
+        row["tableName"].lower()
+        for row in spark.sql(f"SHOW TABLES IN {catalogue.schema_name(cfg)}").collect()
+    }
     out = {}
     for spec in specs:
-        spark.sql(create_sql(cfg, spec))
-        out[spec.logical] = qualified_name(cfg, spec)
+        qualified = qualified_name(cfg, spec)
+        if getattr(cfg.tables, spec.logical).lower() in existing:
+            catalogue.migrate(spark, cfg, spec, qualified)
+        else:
+            spark.sql(create_sql(cfg, spec))
+        out[spec.logical] = qualified
     return out
 
 

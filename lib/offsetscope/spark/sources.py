@@ -34,7 +34,8 @@ until ``processAllAvailable`` returns (``offsetscope.pipelines.ingest.run``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -380,6 +381,23 @@ def segment_stream(spark: SparkSession, cfg: Config, log_dir: str | None = None)
     for name, value in _segment_options(cfg, log_dir).items():
         reader = reader.option(name, value)
     return reader.load()
+
+
+def segment_log_ends(cfg: Config, log_dir: str | None = None) -> Callable[[], dict[str, int]]:
+    """The segment source's latest offsets, read again at each call: ``{"<topic>-<p>": log end
+    offset}`` of the internal topics' partition directories, keyed as the source's offsets are.
+
+    The stream reader's own ``latestOffset`` is capped per micro-batch (admission control), so
+    the backlog a query reports (:mod:`offsetscope.pipelines.progress`) asks the directory; the
+    cache frames only what was appended since the previous call.
+    """
+    options = _LogDir(_segment_options(cfg, log_dir))
+    ends = logdir.LogEndCache()
+
+    def latest() -> dict[str, int]:
+        return {d.name: ends.log_end_offset(d) for d in options.dirs()}
+
+    return latest
 
 
 def read_segments(spark: SparkSession, cfg: Config, log_dir: str | None = None) -> DataFrame:

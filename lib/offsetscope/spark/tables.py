@@ -34,9 +34,10 @@ the log / deleted-file retention from ``[pipeline]``.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -197,6 +198,20 @@ def _spark_type(arrow_type: pa.DataType) -> str:
 
 
 _RAW_KEY = ("topic", "partition", "offset")
+_RAW_COMMENTS = {
+    "topic": "internal topic whose schemas apply",
+    "partition": "partition of the internal topic",
+    "offset": "offset of the record in that partition",
+    "timestamp": "the record's timestamp",
+    "key": "the record key's bytes, as written",
+    "value": "the record value's bytes, as written; null for a tombstone",
+    "producer_id": "producer id of the record's batch (-1 when the source does not say)",
+    "producer_epoch": "producer epoch of the record's batch (-1 when the source does not say)",
+    "is_transactional": "the batch was written inside a transaction",
+    "is_control": "a transaction marker (control batch)",
+    "source_topic": "topic actually read (a mirror topic's name, or the internal topic)",
+    "source_error": "why the source could not frame the bytes (CRC mismatch, corrupt batch)",
+}
 
 RAW_RECORDS = TableSpec(
     "raw_records",
@@ -208,13 +223,19 @@ RAW_RECORDS = TableSpec(
                 "timestamp" if f.name == "timestamp" else _spark_type(f.type),
                 nullable=f.name not in _RAW_KEY,
                 source=f"timestamp_millis(`{f.name}`)" if f.name == "timestamp" else f"`{f.name}`",
-                comment="internal topic whose schemas apply" if f.name == "topic" else "",
+                comment=_RAW_COMMENTS[f.name],
             )
             for f in SOURCE_SCHEMA
         ),
         ColumnSpec("ingest_batch_id", "bigint", comment="micro-batch that wrote the row"),
-        ColumnSpec("ingested_at", "timestamp"),
-        ColumnSpec("record_date", "date", False, "CAST(`timestamp` AS DATE)"),
+        ColumnSpec("ingested_at", "timestamp", comment="wall-clock time of that micro-batch"),
+        ColumnSpec(
+            "record_date",
+            "date",
+            False,
+            "CAST(`timestamp` AS DATE)",
+            comment="date of the record's timestamp (partition column)",
+        ),
     ),
     key=_RAW_KEY,
     partition_by=("record_date",),
@@ -229,20 +250,87 @@ RAW_RECORDS = TableSpec(
 DECODE_EXTRA = (pa.field("raw_key", pa.binary()), pa.field("raw_value", pa.binary()))
 
 _COORDINATES = (
-    ColumnSpec("internal_topic", "string", False, source="`topic`"),
-    ColumnSpec("record_partition", "int", False, source="`partition`"),
-    ColumnSpec("record_offset", "bigint", False, source="`offset`"),
-    ColumnSpec("record_timestamp", "timestamp", source="timestamp_millis(`timestamp`)"),
-    ColumnSpec("batch_producer_id", "bigint", source="`producer_id`"),
-    ColumnSpec("batch_producer_epoch", "smallint", source="`producer_epoch`"),
-    ColumnSpec("batch_is_transactional", "boolean", source="`is_transactional`"),
+    ColumnSpec("internal_topic", "string", False, source="`topic`", comment="internal topic"),
+    ColumnSpec("record_partition", "int", False, source="`partition`", comment="its partition"),
+    ColumnSpec("record_offset", "bigint", False, source="`offset`", comment="the record's offset"),
+    ColumnSpec(
+        "record_timestamp",
+        "timestamp",
+        source="timestamp_millis(`timestamp`)",
+        comment="the record's timestamp",
+    ),
+    ColumnSpec(
+        "batch_producer_id", "bigint", source="`producer_id`", comment="producer id of its batch"
+    ),
+    ColumnSpec(
+        "batch_producer_epoch",
+        "smallint",
+        source="`producer_epoch`",
+        comment="producer epoch of its batch",
+    ),
+    ColumnSpec(
+        "batch_is_transactional",
+        "boolean",
+        source="`is_transactional`",
+        comment="its batch was written inside a transaction",
+    ),
 )
+_HEADER_COMMENTS = {
+    "record_type": "key type: 0/1 offset commit, 2 group metadata, 3+ KIP-848 and later groups",
+    "value_version": "version of the value's schema; null for a tombstone",
+    "is_tombstone": "the record has no value (a deletion)",
+}
 _HEADER = tuple(
-    ColumnSpec(name, _spark_type(DECODED_SCHEMA.field(name).type), source=f"`{name}`")
+    ColumnSpec(
+        name,
+        _spark_type(DECODED_SCHEMA.field(name).type),
+        source=f"`{name}`",
+        comment=_HEADER_COMMENTS[name],
+    )
     for name in ("record_type", "value_version", "is_tombstone")
 )
 _SILVER_KEY = ("internal_topic", "record_partition", "record_offset")
-_INGEST = (ColumnSpec("ingest_batch_id", "bigint"),)
+_INGEST = (ColumnSpec("ingest_batch_id", "bigint", comment="micro-batch that wrote the row"),)
+
+# What each decoded field is, for the silver tables' column comments (the names mirror the
+# fields of Kafka's JSON message specs, docs/formats.md).
+_FIELD_COMMENTS = {
+    "group_metadata": {
+        "group": "consumer group id (GroupMetadataKey.group)",
+        "protocol_type": "protocolType: consumer, connect, ...",
+        "generation": "generation id",
+        "protocol": "the chosen assignor",
+        "leader": "member id of the leader",
+        "current_state_timestamp": "currentStateTimestamp, epoch ms (-1 when absent)",
+        "members": "members with their subscription and assignment, decoded",
+    },
+    "consumer_group": {
+        "record_type_name": "KIP-848 record type (ConsumerGroupMetadata, ...MemberMetadata, ...)",
+        "group_id": "group id of the key",
+        "member_id": "member id of the key, where the record type has one",
+        "key_json": "the key as Kafka's console formatter prints it",
+        "value_json": "the value as Kafka's console formatter prints it",
+    },
+    "transaction_log": {
+        "transactional_id": "transactional.id of the key",
+        "producer_id": "producerId",
+        "previous_producer_id": "previousProducerId (KIP-890)",
+        "next_producer_id": "nextProducerId (KIP-890)",
+        "producer_epoch": "producerEpoch",
+        "next_producer_epoch": "nextProducerEpoch (KIP-890)",
+        "transaction_timeout_ms": "transactionTimeoutMs",
+        "transaction_status": "transactionStatus as stored (int8)",
+        "transaction_partitions": "partitions in the transaction",
+        "transaction_last_update_timestamp_ms": "transactionLastUpdateTimestampMs",
+        "transaction_start_timestamp_ms": "transactionStartTimestampMs",
+        "client_transaction_version": "clientTransactionVersion",
+        "transaction_status_name": "transactionStatus by name (Ongoing, PrepareCommit, ...)",
+    },
+    "control": {
+        "control_type": "COMMIT or ABORT",
+        "coordinator_epoch": "epoch of the coordinator that wrote the marker",
+    },
+}
 
 
 def _flattened(
@@ -256,6 +344,7 @@ def _flattened(
             renames.get(f.name, f.name),
             _spark_type(f.type),
             source=f"`{struct_column}`.`{f.name}`",
+            comment=_FIELD_COMMENTS[struct_column][f.name],
         )
         for f in struct_type
     )
@@ -298,7 +387,12 @@ CONTROL_RECORDS = _silver(
     "control_records",
     "control",
     (
-        ColumnSpec("control_type_id", "smallint", source="`record_type`"),
+        ColumnSpec(
+            "control_type_id",
+            "smallint",
+            source="`record_type`",
+            comment="control record type: 0 ABORT, 1 COMMIT",
+        ),
         *_flattened("control"),
     ),
     "Silver: transaction markers in the internal topics (segment sources only).",
@@ -315,13 +409,32 @@ QUARANTINE = TableSpec(
         *_COORDINATES,
         ColumnSpec("kind", "string", False, source="`kind`", comment="error | unknown"),
         *_HEADER,
-        ColumnSpec("error_class", "string", source="`error`.`error_class`"),
-        ColumnSpec("error_message", "string", source="`error`.`message`"),
-        ColumnSpec("field_path", "string", source="`error`.`field_path`"),
-        ColumnSpec("byte_offset", "int", source="`error`.`byte_offset`"),
-        ColumnSpec("unknown_reason", "string", source="`unknown_reason`"),
-        ColumnSpec("key", "binary", source="`raw_key`"),
-        ColumnSpec("value", "binary", source="`raw_value`"),
+        ColumnSpec(
+            "error_class", "string", source="`error`.`error_class`", comment="decode error class"
+        ),
+        ColumnSpec(
+            "error_message", "string", source="`error`.`message`", comment="what the decoder said"
+        ),
+        ColumnSpec(
+            "field_path",
+            "string",
+            source="`error`.`field_path`",
+            comment="field being read when it failed",
+        ),
+        ColumnSpec(
+            "byte_offset",
+            "int",
+            source="`error`.`byte_offset`",
+            comment="byte offset of the failure",
+        ),
+        ColumnSpec(
+            "unknown_reason",
+            "string",
+            source="`unknown_reason`",
+            comment="why the record is unknown (type or version)",
+        ),
+        ColumnSpec("key", "binary", source="`raw_key`", comment="the record key's bytes"),
+        ColumnSpec("value", "binary", source="`raw_value`", comment="the record value's bytes"),
         ColumnSpec(
             "disposition",
             "string",
@@ -370,8 +483,8 @@ FOLD_STATE = TableSpec(
         ColumnSpec("key", "string", False, comment="partition, group id, transactional id ..."),
         ColumnSpec("state", "string", comment="the fold's state as JSON (history.codec)"),
         ColumnSpec("last_offset", "bigint", comment="last record folded into it"),
-        ColumnSpec("updated_batch_id", "bigint"),
-        ColumnSpec("updated_at", "timestamp"),
+        ColumnSpec("updated_batch_id", "bigint", comment="micro-batch that last wrote the state"),
+        ColumnSpec("updated_at", "timestamp", comment="when the state was written"),
     ),
     key=("fold", "key"),
     cluster_by=("fold", "key"),
@@ -388,18 +501,22 @@ BATCH_AUDIT = TableSpec(
     "batch_audit",
     OPS,
     (
-        ColumnSpec("query_name", "string", False),
-        ColumnSpec("batch_id", "bigint", False),
+        ColumnSpec("query_name", "string", False, comment="ingest query (checkpoint folder)"),
+        ColumnSpec("batch_id", "bigint", False, comment="micro-batch id"),
         ColumnSpec("source_kind", "string", False, comment="kafka | segments"),
-        ColumnSpec("started_at", "timestamp"),
-        ColumnSpec("finished_at", "timestamp"),
+        ColumnSpec("started_at", "timestamp", comment="when the batch started"),
+        ColumnSpec("finished_at", "timestamp", comment="when it finished"),
         ColumnSpec("rows_in", "bigint", comment="records the source delivered"),
         ColumnSpec("events", "bigint", comment="decoded rows of a known kind"),
         ColumnSpec("quarantined", "bigint", comment="error rows"),
         ColumnSpec("unknown", "bigint", comment="unknown type/version rows"),
-        ColumnSpec("rows_by_kind", "map<string,bigint>"),
+        ColumnSpec("rows_by_kind", "map<string,bigint>", comment="decoded rows per kind"),
         ColumnSpec("rows_written", "map<string,bigint>", comment="table -> rows written"),
-        ColumnSpec("source_partitions", f"array<{_SOURCE_PARTITION}>"),
+        ColumnSpec(
+            "source_partitions",
+            f"array<{_SOURCE_PARTITION}>",
+            comment="per source partition: offsets read and not seen",
+        ),
         ColumnSpec(
             "offsets_not_seen",
             "bigint",
@@ -436,6 +553,295 @@ def spec(logical: str) -> TableSpec:
     return CATALOGUE[logical]
 
 
+# ----------------------------------------------------------------------------- views
+
+# Why a generation began, from what its row knows: the members that joined or left since the
+# previous generation (client ids of the ones that joined), a static member's replacement, or
+# none of these (the same members rejoined: a subscription or metadata change, or a leader's
+# forced rebalance).
+REBALANCE_CAUSE = """CASE
+  WHEN previous_generation IS NULL THEN 'group formed'
+  WHEN size(members_joined) > 0 AND size(members_left) > 0
+    THEN concat(size(members_joined), ' joined, ', size(members_left), ' left or evicted')
+  WHEN size(members_joined) > 0
+    THEN concat('joined: ', array_join(transform(
+      filter(members, m -> array_contains(members_joined, m.member_id)), m -> m.client_id), ', '))
+  WHEN size(members_left) > 0 THEN concat(size(members_left), ' left or evicted')
+  WHEN static_replacements > 0 THEN 'static member replaced'
+  ELSE 'same members rejoined'
+END"""
+
+# The leader's client id (member ids are long; operators know their clients by client.id).
+LEADER_CLIENT = (
+    "coalesce(try_element_at(filter(members, m -> m.member_id = leader), 1).client_id, leader)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ViewSpec:
+    """A view over the gold tables: the answer to one common question, one short query away.
+
+    ``body`` is a SELECT whose placeholders are filled by :meth:`select`: ``{<logical table>}``
+    with the table's qualified name, ``{now}`` with the moment the question is asked (the view
+    itself: ``current_timestamp()``, so windows such as "the last hour" are computed when it is
+    queried), ``{own_groups}`` with the ids of offsetscope's own consumer groups (left out), and
+    ``{current_lag}`` with the ``current_lag`` view's own SELECT. The reports and commands run
+    the same SELECT with a fixed moment.
+    """
+
+    logical: str
+    columns: tuple[tuple[str, str], ...]  # (name, comment), in the SELECT's order
+    body: str
+    comment: str
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.columns)
+
+    def select(
+        self, cfg: Config, *, now: str = "current_timestamp()", include_own: bool = False
+    ) -> str:
+        """The view's SELECT for ``now`` (a SQL timestamp expression)."""
+        names = {logical: table_name(cfg, logical) for logical in CATALOGUE}
+        own = "" if include_own else " WHERE offsetscope_own"
+        own_groups = f"(SELECT group_id FROM {names['groups_current']}{own or ' WHERE false'})"
+        lag = ""
+        if "{current_lag}" in self.body:
+            lag = CURRENT_LAG.select(cfg, now=now, include_own=include_own)
+        return self.body.format(**names, now=now, own_groups=own_groups, current_lag=lag)
+
+
+CURRENT_LAG = ViewSpec(
+    "current_lag",
+    (
+        ("group_id", "consumer group id"),
+        ("topic", "consumed topic"),
+        ("partition", "consumed partition"),
+        ("committed_offset", "CURRENT-OFFSET: the group's committed offset"),
+        ("end_offset", "LOG-END-OFFSET: high watermark, or LSO for read_committed groups"),
+        ("lag_records", "LAG: end_offset - committed_offset"),
+        ("lag_seconds", "how long ago the committed offset was the end of the log"),
+        ("lag_method", "caught_up | exact | interpolated | extrapolated"),
+        ("read_committed", "measured against the last stable offset"),
+        ("data_loss", "committed offset below the log start offset"),
+        ("lost_records", "records deleted before the group read them"),
+        ("committed_at", "when the committed offset became the group's"),
+        ("as_of", "time of the end-offset sample"),
+    ),
+    """SELECT group_id, topic, `partition`, committed_offset, end_offset, lag_records,
+       lag_seconds, lag_method, read_committed, data_loss, lost_records, committed_at, as_of
+FROM (
+  SELECT *, row_number() OVER (PARTITION BY group_id, topic, `partition`
+                               ORDER BY as_of DESC) AS _n
+  FROM {partition_lag}
+  WHERE as_of <= {now})
+WHERE _n = 1 AND group_id NOT IN {own_groups}""",
+    "Current lag per group and partition: the latest measurement of each (like "
+    "kafka-consumer-groups --describe).",
+)
+
+GROUP_OVERVIEW = ViewSpec(
+    "group_overview",
+    (
+        ("group_id", "consumer group id"),
+        ("kind", "classic | kip848 | simple"),
+        ("state", "state now"),
+        ("generation", "current generation (classic) or group epoch (KIP-848)"),
+        ("protocol", "assignor in use"),
+        ("protocol_type", "consumer, connect, ... as the members declared it"),
+        ("members", "members now"),
+        ("rebalances_1h", "rebalances in the hour before the query"),
+        ("rebalances_24h", "rebalances in the day before the query"),
+        ("last_rebalance_at", "time of the latest rebalance"),
+        ("last_commit_at", "when the group last committed"),
+        ("partitions", "partitions with a lag measurement"),
+        ("lag_records", "total lag in records (sum over partitions)"),
+        ("max_lag_seconds", "largest lag in seconds of any partition"),
+        ("deleted", "the group was deleted"),
+        ("updated_at", "timestamp of the last record about the group"),
+    ),
+    """WITH gen AS (
+  SELECT group_id,
+         sum(CASE WHEN stored_at > {now} - INTERVAL 1 HOUR THEN rebalances ELSE 0 END)
+           AS rebalances_1h,
+         sum(rebalances) AS rebalances_24h
+  FROM {group_generations}
+  WHERE stored_at > {now} - INTERVAL 24 HOURS AND stored_at <= {now}
+  GROUP BY group_id),
+lag AS (
+  SELECT group_id, count(*) AS partitions, sum(lag_records) AS lag_records,
+         max(lag_seconds) AS max_lag_seconds
+  FROM ({current_lag})
+  GROUP BY group_id)
+SELECT c.group_id, c.kind, coalesce(c.state, 'Unknown') AS state, c.generation, c.protocol,
+       c.protocol_type, c.member_count AS members, coalesce(gen.rebalances_1h, 0) AS rebalances_1h,
+       coalesce(gen.rebalances_24h, 0) AS rebalances_24h, c.last_rebalance_at,
+       c.last_commit_at, coalesce(lag.partitions, 0) AS partitions, lag.lag_records,
+       lag.max_lag_seconds, c.deleted, c.updated_at
+FROM {groups_current} c
+LEFT JOIN gen ON gen.group_id = c.group_id
+LEFT JOIN lag ON lag.group_id = c.group_id
+WHERE c.group_id NOT IN {own_groups}""",
+    "One row per group: state, members, rebalances in the last hour and day (counted when "
+    "queried), lag.",
+)
+
+MEMBER_CHURN = ViewSpec(
+    "member_churn",
+    (
+        ("group_id", "consumer group id"),
+        ("joined_1h", "member sessions begun in the last hour"),
+        ("left_1h", "member sessions ended in the last hour"),
+        ("joined_24h", "member sessions begun in the last day"),
+        ("left_24h", "member sessions ended in the last day"),
+        ("static_replacements_24h", "static members that rejoined with a new member id"),
+        ("members_now", "member sessions open now"),
+        ("clients", "distinct client ids ever seen"),
+        ("sessions", "member sessions ever seen"),
+    ),
+    """SELECT group_id,
+       count_if(joined_at > {now} - INTERVAL 1 HOUR) AS joined_1h,
+       count_if(left_at > {now} - INTERVAL 1 HOUR AND left_at <= {now}) AS left_1h,
+       count_if(joined_at > {now} - INTERVAL 24 HOURS) AS joined_24h,
+       count_if(left_at > {now} - INTERVAL 24 HOURS AND left_at <= {now}) AS left_24h,
+       count_if(replaces IS NOT NULL AND joined_at > {now} - INTERVAL 24 HOURS)
+         AS static_replacements_24h,
+       count_if(left_at IS NULL OR left_at > {now}) AS members_now,
+       count(DISTINCT client_id) AS clients,
+       count(*) AS sessions
+FROM {member_sessions}
+WHERE joined_at <= {now} AND group_id NOT IN {own_groups}
+GROUP BY group_id""",
+    "Member churn per group: sessions begun and ended in the last hour and day.",
+)
+
+HANGING_TRANSACTIONS = ViewSpec(
+    "hanging_transactions",
+    (
+        ("transactional_id", "transactional.id of the producer"),
+        ("producer_id", "producer id"),
+        ("producer_epoch", "producer epoch"),
+        ("state", "transaction status (Ongoing, PrepareCommit, ...)"),
+        ("started_at", "when it began"),
+        ("timeout_ms", "transaction.timeout.ms"),
+        ("open_ms", "how long it has been open"),
+        ("partition_count", "partitions it holds open (their LSO cannot pass it)"),
+        ("partitions", "those partitions"),
+    ),
+    """SELECT transactional_id, producer_id, producer_epoch, state, started_at, timeout_ms,
+       unix_millis({now}) - unix_millis(started_at) AS open_ms, partition_count, partitions
+FROM {transactions}
+WHERE started_at <= {now}
+  AND (completed_at IS NULL OR completed_at > {now})
+  AND timestampadd(MILLISECOND, timeout_ms, started_at) < {now}""",
+    "Transactions open longer than their timeout (like kafka-transactions find-hanging).",
+)
+
+GROUP_TIMELINE = ViewSpec(
+    "group_timeline",
+    (
+        ("group_id", "consumer group id"),
+        ("group_life", "0, +1 each time the id is deleted and re-created"),
+        ("at", "when it happened"),
+        ("event", "rebalance | state | member joined | member left | member replaced ..."),
+        ("generation", "generation it belongs to"),
+        ("detail", "what happened, in words"),
+    ),
+    """SELECT group_id, group_life, at, event, generation, detail FROM (
+  SELECT group_id, group_life, coalesce(join_completed_at, stored_at) AS at,
+         'rebalance' AS event, generation,
+         concat('generation ', generation, ': ', member_count, ' members, leader ',
+                coalesce("""
+    + LEADER_CLIENT
+    + """, '-'), ', ', partitions_moved,
+                ' partitions moved; cause: ', """
+    + REBALANCE_CAUSE
+    + """) AS detail
+  FROM {group_generations}
+  UNION ALL
+  SELECT group_id, group_life, coalesce(at, at_max) AS at, 'state' AS event, generation,
+         concat(coalesce(from_state, '-'), ' -> ', to_state,
+                CASE WHEN inferred THEN ' (inferred)' ELSE '' END, ': ', reason) AS detail
+  FROM {group_state_transitions}
+  UNION ALL
+  SELECT group_id, group_life, joined_at AS at, 'member joined' AS event,
+         first_generation AS generation,
+         concat(client_id, ' from ', client_host,
+                CASE WHEN replaces IS NOT NULL THEN concat(', replacing ', replaces) ELSE '' END)
+           AS detail
+  FROM {member_sessions}
+  UNION ALL
+  SELECT group_id, group_life, left_at AS at, concat('member ', end_reason) AS event,
+         last_generation AS generation, concat(client_id, ' from ', client_host) AS detail
+  FROM {member_sessions}
+  WHERE left_at IS NOT NULL)
+WHERE at <= {now} AND group_id NOT IN {own_groups}""",
+    "A group's history as one timeline: rebalances with their cause, state changes, members "
+    "joining and leaving.",
+)
+
+VIEWS: Mapping[str, ViewSpec] = {
+    v.logical: v
+    for v in (CURRENT_LAG, GROUP_OVERVIEW, MEMBER_CHURN, HANGING_TRANSACTIONS, GROUP_TIMELINE)
+}
+
+
+def view_name(cfg: Config, logical: str) -> str:
+    """The fully qualified, quoted name of a view."""
+    if logical not in VIEWS:
+        raise KeyError(f"no view {logical!r}")
+    return f"{schema_name(cfg)}.{_quote(getattr(cfg.tables, logical))}"
+
+
+# A view's property holding a digest of its definition: an unchanged view is not replaced (a
+# CREATE OR REPLACE VIEW resolves every table it reads, which costs each start of a job).
+_DEFINITION = "offsetscope.definition"
+
+
+def create_view_sql(cfg: Config, view: ViewSpec) -> str:
+    """``CREATE OR REPLACE VIEW`` with the view's and every column's comment."""
+    columns = ",\n".join(f"  {_quote(n)} COMMENT {_sql_string(c)}" for n, c in view.columns)
+    head = (
+        f"CREATE OR REPLACE VIEW {view_name(cfg, view.logical)} (\n{columns}\n)\n"
+        f"COMMENT {_sql_string(view.comment)}\n"
+    )
+    body = f"AS {view.select(cfg)}"
+    digest = hashlib.sha256((head + body).encode()).hexdigest()[:16]
+    return f"{head}TBLPROPERTIES ({_sql_string(_DEFINITION)} = {_sql_string(digest)})\n{body}"
+
+
+def _view_digest(sql: str) -> str:
+    return sql.split(f"{_sql_string(_DEFINITION)} = ", 1)[1].split(")", 1)[0].strip("'")
+
+
+def ensure_views(
+    spark: SparkSession, cfg: Config, existing: Iterable[str] | None = None
+) -> dict[str, str]:
+    """Create every view, or replace one whose definition changed; logical -> qualified name.
+
+    Args:
+        existing: lower-case names already in the schema (default: listed here).
+    """
+    if existing is None:
+        existing = {
+            row["tableName"].lower()
+            for row in spark.sql(f"SHOW TABLES IN {schema_name(cfg)}").collect()
+        }
+    have = set(existing)
+    out = {}
+    for view in VIEWS.values():
+        sql = create_view_sql(cfg, view)
+        name = view_name(cfg, view.logical)
+        stored = None
+        if getattr(cfg.tables, view.logical).lower() in have:
+            rows = spark.sql(f"SHOW TBLPROPERTIES {name} ({_sql_string(_DEFINITION)})").collect()
+            stored = rows[0]["value"] if rows else None
+        if stored != _view_digest(sql):
+            spark.sql(sql)
+        out[view.logical] = name
+    return out
+
+
 # ----------------------------------------------------------------------------- DDL
 
 
@@ -462,18 +868,24 @@ def create_table_sql(cfg: Config, table: TableSpec) -> str:
 def ensure_tables(
     spark: SparkSession, cfg: Config, logical: Iterable[str] | None = None
 ) -> dict[str, str]:
-    """Create the schema and the tables if they do not exist (idempotent).
+    """Create the schema and the tables if they do not exist (idempotent), and the views.
+
+    An existing table is brought up to its declaration where that is safe: a declared column
+    it lacks that may be null is added (``ALTER TABLE ... ADD COLUMNS``, then filled where
+    :data:`_BACKFILL` says how), and table and column comments that differ are rewritten
+    (``COMMENT ON TABLE``, ``ALTER COLUMN ... COMMENT``).
 
     Args:
         spark: the session (its catalog: Hive metastore locally, Unity Catalog on Databricks).
         cfg: names come from ``[tables]`` and ``[storage]``.
-        logical: which tables (default: the whole catalogue).
+        logical: which tables (default: the whole catalogue, and then the views too).
 
     Returns:
-        Logical name -> qualified name of every table ensured.
+        Logical name -> qualified name of every table (and view) ensured.
 
     Raises:
-        TableSchemaMismatchError: an existing table lacks a declared column.
+        TableSchemaMismatchError: an existing table lacks a declared column that may not be
+            null (it cannot be added to rows already written).
     """
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS {schema_name(cfg)}")
     existing = {
@@ -485,18 +897,71 @@ def ensure_tables(
         table = CATALOGUE[name]
         qualified = table_name(cfg, name)
         if physical_name(cfg, name).lower() in existing:
-            have = {f.name for f in spark.table(qualified).schema.fields}
-            missing = [c for c in table.column_names if c not in have]
-            if missing:
-                raise TableSchemaMismatchError(
-                    f"{qualified} exists without columns {', '.join(missing)}; "
-                    "migrate or drop it (the catalogue in offsetscope.spark.tables changed)"
-                )
+            migrate(spark, cfg, table, qualified)
         else:
             _clear_interrupted_create(spark, cfg, name)
             spark.sql(create_table_sql(cfg, table))
         out[name] = qualified
+    if logical is None:
+        out.update(ensure_views(spark, cfg, existing))
     return out
+
+
+# How to fill a column added to an existing table, for the rows written before it existed.
+_BACKFILL: Mapping[tuple[str, str], Callable[[Config], str]] = {
+    ("groups_current", "offsetscope_own"): lambda cfg: (
+        f"startswith(group_id, {_sql_string(cfg.sources.kafka.group_id_prefix)})"
+        if cfg.sources.kafka.group_id_prefix
+        else "false"
+    ),
+}
+
+
+def migrate(spark: SparkSession, cfg: Config, table: TableSpec, qualified: str) -> None:
+    """Bring an existing table up to ``table``: missing nullable columns, comments.
+
+    Raises:
+        TableSchemaMismatchError: a missing column may not be null.
+    """
+    fields = {f.name: f for f in spark.table(qualified).schema.fields}
+    missing = [c for c in table.columns if c.name not in fields]
+    required = [c.name for c in missing if not c.nullable or c.generated is not None]
+    if required:
+        raise TableSchemaMismatchError(
+            f"{qualified} exists without columns {', '.join(required)}; "
+            "migrate or drop it (the catalogue in offsetscope.spark.tables changed)"
+        )
+    if missing:
+        spark.sql(
+            f"ALTER TABLE {qualified} ADD COLUMNS ("
+            + ", ".join(
+                f"{_quote(c.name)} {c.type} COMMENT {_sql_string(c.comment)}" for c in missing
+            )
+            + ")"
+        )
+        for c in missing:
+            fill = _BACKFILL.get((table.logical, c.name))
+            if fill is not None:
+                spark.sql(
+                    f"UPDATE {qualified} SET {_quote(c.name)} = {fill(cfg)} "
+                    f"WHERE {_quote(c.name)} IS NULL"
+                )
+    for c in table.columns:
+        have = fields[c.name].metadata.get("comment", "") if c.name in fields else c.comment
+        if c.comment and have != c.comment:
+            spark.sql(
+                f"ALTER TABLE {qualified} ALTER COLUMN {_quote(c.name)} "
+                f"COMMENT {_sql_string(c.comment)}"
+            )
+    if table.comment and _table_comment(spark, cfg, table.logical) != table.comment:
+        spark.sql(f"COMMENT ON TABLE {qualified} IS {_sql_string(table.comment)}")
+
+
+def _table_comment(spark: SparkSession, cfg: Config, logical: str) -> str:
+    parts = [cfg.storage.catalog] if cfg.storage.catalog else []
+    parts += [cfg.storage.schema, getattr(cfg.tables, logical)]
+    description: str | None = spark.catalog.getTable(".".join(parts)).description
+    return description or ""
 
 
 _FIRST_COMMIT = f"{0:020d}.json"

@@ -298,9 +298,24 @@ def _internal_records(log_dir: Path) -> int:
     return total
 
 
-def demo_config(base: config_mod.Config, work_dir: Path, scenario: Scenario) -> config_mod.Config:
-    """``base`` with the demo's log directory and its own storage under ``work_dir``."""
+# Records per micro-batch: the log is read in several batches, so the progress lines show the
+# backlog going down and lag is measured at several moments (once per batch), which the
+# report draws as lines over time.
+BATCH_RECORDS = 4_000
+
+
+def demo_config(
+    base: config_mod.Config,
+    work_dir: Path,
+    scenario: Scenario,
+    batch_records: int | None = BATCH_RECORDS,
+) -> config_mod.Config:
+    """``base`` with the demo's log directory and its own storage under ``work_dir``, read
+    ``batch_records`` records per micro-batch (None: as configured)."""
     cfg = config_mod.with_segment_source(base, scenario.log_dir)
+    if batch_records is not None:
+        segments = dataclasses.replace(cfg.sources.segments, max_records_per_trigger=batch_records)
+        cfg = dataclasses.replace(cfg, sources=dataclasses.replace(cfg.sources, segments=segments))
     cfg = config_mod.with_storage(cfg, work_dir=work_dir)
     return config_mod.with_pipeline(
         cfg, trigger="available_now", read_committed_groups=scenario.read_committed_groups
@@ -367,7 +382,10 @@ def run_demo(
     progress("      reading the log directory (one line per micro-batch) ...")
     with timings.stage("ingest"):
         reports = pipeline.run(
-            spark, cfg, query_name="demo_ingest", progress=lambda r: progress("      " + r.line())
+            spark,
+            cfg,
+            query_name="demo_ingest",
+            say=lambda line: progress("      " + line),
         )
     records = sum(r.rows_in for r in reports)
     seconds = timings.stages["ingest"]
@@ -378,7 +396,34 @@ def run_demo(
     progress(f"[3/3] questions, as of the scenario's end ({_utc(sim.end_ms)}) ...")
     with timings.stage("questions"):
         answers = answer_all(spark, cfg, sim.end_ms)
+    with timings.stage("report"):
+        pages = write_reports(spark, cfg, sim.end_ms, work_dir)
+    for page in pages:
+        progress(f"      report: {page}")
     return answers, timings
+
+
+def write_reports(
+    spark: SparkSession, cfg: config_mod.Config, end_ms: int, work_dir: Path
+) -> list[Path]:
+    """The report of the group that rebalanced most in the day before ``end_ms``, and the
+    cluster's page (``offsetscope report``), under ``work_dir``; their paths."""
+    from offsetscope.ops import report
+    from offsetscope.ops.queries import Queries, Window
+
+    queries = Queries(spark, cfg)
+    window = Window(end_ms - 24 * 3600 * 1000, end_ms)
+    pages = [
+        report.write(
+            report.render_cluster(report.cluster_report(queries, window)),
+            work_dir / "report-cluster.html",
+        )
+    ]
+    group = queries.stormiest_group(window)
+    if group is not None:
+        page = report.render_group(report.group_report(queries, group, window))
+        pages.insert(0, report.write(page, work_dir / f"report-{group}.html"))
+    return pages
 
 
 def _utc(ms: int) -> str:

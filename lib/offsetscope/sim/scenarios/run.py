@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ def simulate_to(
     ground_truth: bool = True,
     bootstrap: str | None = None,
     mirror: dict[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> str:
     """Run a scenario and write its outputs; returns a one-line summary.
 
@@ -35,7 +37,7 @@ def simulate_to(
 
     spec = load_scenario(scenario, params=params, seed=seed)
     started = time.perf_counter()
-    result = simulate(spec)
+    result = simulate(spec, _reporter(progress, started) if progress else None)
     parts = [
         (
             f"simulate: {spec.name} (seed {spec.seed}): {spec.duration_ms / 1000:g} s of virtual "
@@ -46,6 +48,8 @@ def simulate_to(
         # Big logs are written by two processes (the bytes are the same either way).
         total = sum(len(b.records) for log in result.cluster.logs for b in log.batches)
         workers = min(2, os.cpu_count() or 1) if total > 200_000 else 1
+        if progress is not None and time.perf_counter() - started > PROGRESS_AFTER_S:
+            progress(f"simulate: writing {total:,} records to {out} ...")
         written = write_log_dir(
             result.cluster.logs, out, spec.log, seed=spec.seed, replace=replace, workers=workers
         )
@@ -78,3 +82,25 @@ def simulate_to(
         )
     parts.append(f"total {time.perf_counter() - started:.1f} s")
     return "; ".join(parts)
+
+
+# A run shorter than this prints no progress; a longer one prints at most every this often.
+PROGRESS_AFTER_S = 3.0
+
+
+def _reporter(say: Callable[[str], None], started: float) -> Callable[[int, int], None]:
+    import time
+
+    last = [started]
+
+    def report(done_ms: int, total_ms: int) -> None:
+        now = time.perf_counter()
+        if now - last[0] < PROGRESS_AFTER_S:
+            return
+        last[0] = now
+        say(
+            f"simulate: {100 * done_ms / total_ms:.0f}% of {total_ms / 1000:g} s of virtual "
+            f"time after {now - started:.0f} s"
+        )
+
+    return report
