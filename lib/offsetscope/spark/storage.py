@@ -108,6 +108,9 @@ def check_storage(spark: SparkSession, cfg: Config, *, write: bool = True) -> No
     Raises:
         StorageAccessError: the first location that fails, with its key.
     """
+    # The log directory is read from Python (pyarrow) as the segment source reads it: with the
+    # S3A endpoint, region and path style of [spark] conf, not the file system's defaults.
+    paths.configure(paths.python_fs_options(cfg.spark.conf))
     for key, value, written in locations_to_check(cfg):
         location = paths.resolve(value)
         if location.is_local or (not written and not write):
