@@ -328,9 +328,7 @@ def test_alerts_runs_once_and_ends_whatever_the_trigger(
         r"alerts: (\d+) evaluations, (\d+) alerts seen, (\d+) open", out.splitlines()[-1]
     )
     assert summary, out
-    evaluations, _, open_now = (int(g) for g in summary.groups())
-    # The first run reads the ingest's fold states from the start (its checkpoint is new).
-    assert evaluations >= 1
+    _, _, open_now = (int(g) for g in summary.groups())
     stored = [
         r.asDict()
         for r in spark.table(qtables.qualified_name(world.cfg, alert_tables.ALERTS)).collect()
