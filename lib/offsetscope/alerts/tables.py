@@ -20,7 +20,10 @@ ALERTS = TableSpec(
         ColumnSpec("alert_id", "string", False, comment="hash of rule, subject, detail, episode"),
         ColumnSpec("rule", "string", False),
         ColumnSpec(
-            "subject_kind", "string", False, comment="group | partition | transactional_id | table"
+            "subject_kind",
+            "string",
+            False,
+            comment="group | partition | topic | data_partition | transactional_id | table",
         ),
         ColumnSpec("subject", "string", False, comment="group id, transactional id or table"),
         ColumnSpec(

@@ -281,3 +281,46 @@ class PartitionLagRow:
     lag_method: str | None  # "caught_up" | "exact" | "interpolated" | "extrapolated"
     data_loss: bool
     lost_records: int
+    # Both lags, whatever the group reads with; end_offset, lag_records and lag_seconds above
+    # are the one lag_basis names ("lso" | "high_watermark"), chosen for basis_reason
+    # (offsetscope.history.lag.lag_basis). None without a sample.
+    lag_basis: str | None = None
+    basis_reason: str | None = None
+    lag_records_hwm: int | None = None
+    lag_records_lso: int | None = None
+    lag_seconds_hwm: float | None = None
+    lag_seconds_lso: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StuckPartitionRow:
+    """``stuck_partitions``: one episode of a data partition's last stable offset standing still
+    while its high watermark moved, for longer than the bound (:mod:`offsetscope.history.stuck`).
+    """
+
+    topic: str
+    partition: int
+    stuck_since: int  # the first sample at this last stable offset
+    last_stable_offset: int
+    detected_at: int  # the first sample past the bound
+    resolved_at: int | None  # the first sample at another LSO; None while stuck
+    stuck_ms: int  # from stuck_since to resolved_at, or to the last sample while stuck
+    high_watermark: int  # at the last sample (or the last one before the LSO moved)
+    high_watermark_since: int  # at stuck_since
+    records_held: int  # high watermark - LSO: records no read_committed consumer gets
+    sampled_at: int  # the last sample this row reflects
+    # "open_transaction": its coordinator knows the transaction (a slow or hung producer);
+    # "hanging_transaction": no coordinator does (its markers never reached the partition).
+    cause: str
+    transactional_id: str | None
+    producer_id: int | None
+    producer_epoch: int | None
+    transaction_started_at: int | None
+    transaction_timeout_ms: int | None
+    open_for_ms: int | None  # how long the transaction had been open at sampled_at
+    first_offset: int  # first offset of the transaction holding the LSO
+    first_offset_source: str  # "segments" (read from the data log) | "lso" (the LSO itself)
+    abort_command: str | None  # kafka-transactions.sh abort, for a hanging transaction
+    blocked_groups: tuple[str, ...]  # groups whose committed offset is the stuck LSO
+    behind_groups: tuple[str, ...]  # groups below it, that will stop there
+    updated_at: int

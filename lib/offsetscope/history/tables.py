@@ -404,10 +404,10 @@ PARTITION_LAG = Table(
         _c("topic", "string"),
         _c("partition", "int"),
         _c("as_of", "timestamp"),
-        _c("read_committed", "boolean"),
+        _c("read_committed", "boolean", comment="lag_basis is the last stable offset"),
         _c("committed_offset", "bigint"),
         _c("committed_at", "timestamp"),
-        _c("end_offset", "bigint", True, "LSO for read_committed groups, else high watermark"),
+        _c("end_offset", "bigint", True, "the end lag_basis names"),
         _c("high_watermark", "bigint", True),
         _c("last_stable_offset", "bigint", True),
         _c("log_start_offset", "bigint", True),
@@ -417,6 +417,17 @@ PARTITION_LAG = Table(
         _c("lag_method", "string", True, "caught_up | exact | interpolated | extrapolated"),
         _c("data_loss", "boolean", comment="committed offset below the log start offset"),
         _c("lost_records", "bigint"),
+        _c("lag_basis", "string", True, "lso | high_watermark: what lag_records measures to"),
+        _c(
+            "basis_reason",
+            "string",
+            True,
+            "read_committed_groups | read_uncommitted_groups | read_past_lso | no_lso | default",
+        ),
+        _c("lag_records_hwm", "bigint", True, "lag against the high watermark"),
+        _c("lag_records_lso", "bigint", True, "lag against the last stable offset"),
+        _c("lag_seconds_hwm", "double", True),
+        _c("lag_seconds_lso", "double", True),
         Column("as_of_date", "date", False, "CAST(as_of AS DATE)"),
     ),
     key=("group_id", "topic", "partition", "as_of"),
@@ -425,6 +436,39 @@ PARTITION_LAG = Table(
     # last one its state holds, once per group -- so appended, like end_offsets, not MERGEd.
     write_mode="append",
     change_data_feed=False,
+)
+
+STUCK_PARTITIONS = Table(
+    "stuck_partitions",
+    r.StuckPartitionRow,
+    (
+        _c("topic", "string"),
+        _c("partition", "int"),
+        _c("stuck_since", "timestamp", comment="the first sample at this last stable offset"),
+        _c("last_stable_offset", "bigint"),
+        _c("detected_at", "timestamp", comment="the first sample past the bound"),
+        _c("resolved_at", "timestamp", True, "the first sample at another LSO; null: stuck"),
+        _c("stuck_ms", "bigint"),
+        _c("high_watermark", "bigint"),
+        _c("high_watermark_since", "bigint", comment="the high watermark at stuck_since"),
+        _c("records_held", "bigint", comment="high watermark - LSO"),
+        _c("sampled_at", "timestamp", comment="the last sample this row reflects"),
+        _c("cause", "string", comment="open_transaction | hanging_transaction"),
+        _c("transactional_id", "string", True),
+        _c("producer_id", "bigint", True),
+        _c("producer_epoch", "int", True),
+        _c("transaction_started_at", "timestamp", True),
+        _c("transaction_timeout_ms", "int", True),
+        _c("open_for_ms", "bigint", True),
+        _c("first_offset", "bigint", comment="first offset of the transaction holding the LSO"),
+        _c("first_offset_source", "string", comment="segments | lso"),
+        _c("abort_command", "string", True, "kafka-transactions.sh abort (hanging only)"),
+        _c("blocked_groups", "array<string>", comment="committed offset = the stuck LSO"),
+        _c("behind_groups", "array<string>", comment="committed offset below it"),
+        _c("updated_at", "timestamp"),
+    ),
+    key=("topic", "partition", "stuck_since"),
+    comment="A data partition whose last stable offset stood still while records arrived.",
 )
 
 TABLES: Mapping[str, Table] = {
@@ -440,6 +484,7 @@ TABLES: Mapping[str, Table] = {
         TRANSACTION_STATUS_TIMELINE,
         END_OFFSETS,
         PARTITION_LAG,
+        STUCK_PARTITIONS,
     )
 }
 

@@ -1,7 +1,8 @@
 """The folds' state between micro-batches: the ``fold_state`` table, read and written per key.
 
 One row per (fold, key) -- ``offsets``/partition, ``group``/group id, ``txn``/transactional id,
-``positions``/data partition, ``samples``/data partition, ``source``/internal-topic partition --
+``positions``/data partition, ``samples``/data partition, ``lso``/data partition,
+``source``/internal-topic partition --
 holding the fold's frozen state as JSON (:mod:`offsetscope.history.codec`). A micro-batch loads
 only the keys its records touch (one filtered read; Delta skips files by the key statistics) and
 writes back only the keys whose state changed, by MERGE under the batch's idempotency marker.
@@ -29,6 +30,7 @@ POSITIONS = "positions"
 SAMPLES = "samples"
 SOURCE = "source"
 SAMPLER = "sampler"
+LSO = "lso"  # per data partition: the stuck-LSO watch (offsetscope.history.stuck.LsoWatch)
 
 
 @dataclass(frozen=True, slots=True)

@@ -473,7 +473,8 @@ def ensure_tables(
         Logical name -> qualified name of every table ensured.
 
     Raises:
-        TableSchemaMismatchError: an existing table lacks a declared column.
+        TableSchemaMismatchError: an existing table lacks a declared column that cannot be
+            added in place (a NOT NULL or generated one).
     """
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS {schema_name(cfg)}")
     existing = {
@@ -486,10 +487,16 @@ def ensure_tables(
         qualified = table_name(cfg, name)
         if physical_name(cfg, name).lower() in existing:
             have = {f.name for f in spark.table(qualified).schema.fields}
-            missing = [c for c in table.column_names if c not in have]
-            if missing:
+            missing = [c for c in table.columns if c.name not in have]
+            # Columns a newer offsetscope added at the end of a table, nullable and computed by
+            # no expression, are added in place (ALTER TABLE ... ADD COLUMNS, a metadata-only
+            # Delta commit): older rows read them as null. Anything else needs a migration.
+            if missing and all(c.nullable and c.generated is None for c in missing):
+                added = ", ".join(c.ddl for c in missing)
+                spark.sql(f"ALTER TABLE {qualified} ADD COLUMNS ({added})")
+            elif missing:
                 raise TableSchemaMismatchError(
-                    f"{qualified} exists without columns {', '.join(missing)}; "
+                    f"{qualified} exists without columns {', '.join(c.name for c in missing)}; "
                     "migrate or drop it (the catalogue in offsetscope.spark.tables changed)"
                 )
         else:
