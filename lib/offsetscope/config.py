@@ -404,6 +404,8 @@ class KafkaSourceConfig:
     bootstrap_servers: str = "127.0.0.1:9092"
     offsets_topic: str = "__consumer_offsets"
     transaction_topic: str = "__transaction_state"
+    # Share-partition state of share groups (KIP-932); "" to leave it out.
+    share_state_topic: str = "__share_group_state"
     # Spark's startingOffsets: "earliest", "latest", or a JSON object of offsets per topic and
     # partition. Only "earliest" counts offsets below the first record read as not seen.
     starting_offsets: StartingOffsets = "earliest"
@@ -435,6 +437,7 @@ class SegmentSourceConfig:
     # of a mirror's log directory keeps the mirror's names).
     offsets_topic: str = "__consumer_offsets"
     transaction_topic: str = "__transaction_state"
+    share_state_topic: str = "__share_group_state"  # "" to leave it out
     # Where the data topics' partition directories are, for end offsets computed from segments
     # (log start, high watermark, last stable offset); empty = ``log_dir``.
     data_log_dir: str = ""
@@ -485,6 +488,8 @@ class TableNames:
     end_offsets: TableName = "end_offsets"
     partition_lag: TableName = "partition_lag"
     stuck_partitions: TableName = "stuck_partitions"
+    streams_assignments: TableName = "streams_assignments"
+    share_partition_state: TableName = "share_partition_state"
     transactions: TableName = "transactions"
     transaction_status_timeline: TableName = "transaction_status_timeline"
     fold_state: TableName = "fold_state"

@@ -9,6 +9,7 @@ Sub-commands::
     offsetscope sql "SELECT ..." [--env E]                                         (sql)
     offsetscope ingest [--env E] [--conf F]                                        (ingest)
     offsetscope alerts [--env E] [--conf F]                                        (alerts)
+    offsetscope redecode [--since T] [--tables T1,T2] [--stop-ingest] [--env E]    (redecode)
     offsetscope init [DIR] [--force]                                               (init)
 
 Each module adds its parsers through ``register(subparsers)`` and imports what its handler needs
@@ -23,11 +24,11 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from offsetscope.cli import alerts, decode, ingest, init, simulate, sql
+from offsetscope.cli import alerts, decode, ingest, init, redecode, simulate, sql
 
 Handler = Callable[[argparse.Namespace], int]
 
-COMMANDS = (decode, simulate, sql, ingest, alerts, init)
+COMMANDS = (decode, simulate, sql, ingest, alerts, redecode, init)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -324,3 +324,65 @@ class StuckPartitionRow:
     blocked_groups: tuple[str, ...]  # groups whose committed offset is the stuck LSO
     behind_groups: tuple[str, ...]  # groups below it, that will stop there
     updated_at: int
+
+
+# A Kafka Streams task set: (subtopology id, partitions) per subtopology.
+Tasks = tuple[tuple[str, tuple[int, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsAssignmentRow:
+    """``streams_assignments``: one member's tasks in one target assignment of a Kafka Streams
+    group (KIP-1071), with the process and host it runs in."""
+
+    group_id: str
+    group_life: int
+    assignment_epoch: int
+    member_id: str
+    process_id: str | None
+    host: str | None  # the member's user endpoint (application.server), if it has one
+    port: int | None
+    instance_id: str | None
+    client_id: str | None
+    client_host: str | None
+    topology_epoch: int | None  # the group's topology epoch when the assignment was stored
+    member_topology_epoch: int | None  # the topology epoch the member runs
+    active_tasks: Tasks
+    standby_tasks: Tasks
+    warmup_tasks: Tasks
+    assigned_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShareStateBatch:
+    """A range of records of a share-partition and how far their delivery went."""
+
+    first_offset: int
+    last_offset: int
+    delivery_state: int  # 0 Available, 2 Acknowledged, 4 Archived
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class SharePartitionStateRow:
+    """``share_partition_state``: one share-partition's state (KIP-932) after one record of
+    ``__share_group_state`` (a snapshot, or an update applied to the state before it)."""
+
+    group_id: str
+    topic_id: str
+    topic: str | None  # its name, when the group's records taught it
+    partition: int
+    record_partition: int
+    record_offset: int
+    record_timestamp: int
+    record_kind: str  # "snapshot" | "update"
+    snapshot_epoch: int
+    state_epoch: int
+    leader_epoch: int
+    start_offset: int
+    delivery_complete_count: int | None
+    batches: tuple[ShareStateBatch, ...]  # the state after the record, in offset order
+    in_flight_records: int  # records in batches still Available (not acknowledged/archived)
+    acknowledged_records: int
+    archived_records: int
+    max_delivery_count: int

@@ -170,7 +170,7 @@ GROUP_GENERATIONS = Table(
         _c("group_id", "string"),
         _c("group_life", "int", comment="0, +1 each time the id is deleted and re-created"),
         _c("generation", "int", comment="classic generation id or KIP-848 group epoch"),
-        _c("kind", "string", comment="classic | kip848"),
+        _c("kind", "string", comment="classic | kip848 | share | streams"),
         _c("protocol_type", "string"),
         _c("protocol", "string", True, "assignor (classic) or most common server assignor"),
         _c("state", "string", comment="state the record left the group in"),
@@ -274,7 +274,7 @@ GROUPS_CURRENT = Table(
     (
         _c("group_id", "string"),
         _c("group_life", "int"),
-        _c("kind", "string", comment="classic | kip848 | simple"),
+        _c("kind", "string", comment="classic | kip848 | share | streams | simple"),
         _c("state", "string", True),
         _c("state_since", "timestamp", True),
         _c("generation", "int", True),
@@ -438,6 +438,63 @@ PARTITION_LAG = Table(
     change_data_feed=False,
 )
 
+TASKS = "array<struct<subtopology_id:string,partitions:array<int>>>"
+
+STREAMS_ASSIGNMENTS = Table(
+    "streams_assignments",
+    r.StreamsAssignmentRow,
+    (
+        _c("group_id", "string"),
+        _c("group_life", "int"),
+        _c("assignment_epoch", "int", comment="the target assignment's epoch"),
+        _c("member_id", "string"),
+        _c("process_id", "string", True, "the Kafka Streams instance (process.id)"),
+        _c("host", "string", True, "its user endpoint (application.server)"),
+        _c("port", "int", True),
+        _c("instance_id", "string", True),
+        _c("client_id", "string", True),
+        _c("client_host", "string", True),
+        _c("topology_epoch", "int", True, "the group's topology epoch then"),
+        _c("member_topology_epoch", "int", True, "the topology epoch the member runs"),
+        _c("active_tasks", TASKS),
+        _c("standby_tasks", TASKS),
+        _c("warmup_tasks", TASKS),
+        _c("assigned_at", "timestamp"),
+    ),
+    key=("group_id", "group_life", "assignment_epoch", "member_id"),
+    comment="Kafka Streams groups (KIP-1071): each member's tasks per target assignment.",
+)
+
+SHARE_BATCH = "struct<first_offset:bigint,last_offset:bigint,delivery_state:int,delivery_count:int>"
+
+SHARE_PARTITION_STATE = Table(
+    "share_partition_state",
+    r.SharePartitionStateRow,
+    (
+        _c("group_id", "string"),
+        _c("topic_id", "string"),
+        _c("topic", "string", True, "the topic's name, when the group's records name it"),
+        _c("partition", "int"),
+        _c("record_partition", "int", comment="__share_group_state partition"),
+        _c("record_offset", "bigint"),
+        _c("record_timestamp", "timestamp"),
+        _c("record_kind", "string", comment="snapshot | update"),
+        _c("snapshot_epoch", "int"),
+        _c("state_epoch", "int"),
+        _c("leader_epoch", "int"),
+        _c("start_offset", "bigint", comment="every record below it is done"),
+        _c("delivery_complete_count", "int", True),
+        _c("batches", f"array<{SHARE_BATCH}>", comment="0 Available, 2 Acknowledged, 4 Archived"),
+        _c("in_flight_records", "bigint"),
+        _c("acknowledged_records", "bigint"),
+        _c("archived_records", "bigint"),
+        _c("max_delivery_count", "int"),
+    ),
+    key=("record_partition", "record_offset"),
+    comment="Share groups (KIP-932): a share-partition's state after each record of "
+    "__share_group_state.",
+)
+
 STUCK_PARTITIONS = Table(
     "stuck_partitions",
     r.StuckPartitionRow,
@@ -482,6 +539,8 @@ TABLES: Mapping[str, Table] = {
         OFFSET_COMMITS,
         TRANSACTIONS,
         TRANSACTION_STATUS_TIMELINE,
+        STREAMS_ASSIGNMENTS,
+        SHARE_PARTITION_STATE,
         END_OFFSETS,
         PARTITION_LAG,
         STUCK_PARTITIONS,

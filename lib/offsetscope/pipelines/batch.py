@@ -61,8 +61,9 @@ from offsetscope.history.rows import (
     StuckPartitionRow,
     TransactionRow,
 )
+from offsetscope.history.share_state import SharePartitionState
 from offsetscope.history.transactions import TxnIdState
-from offsetscope.pipelines import frames
+from offsetscope.pipelines import frames, lease
 from offsetscope.pipelines import lag as lagmod
 from offsetscope.pipelines import state as st
 from offsetscope.pipelines.writer import BatchWriter, Timings, Write
@@ -78,6 +79,7 @@ _DECODE_STATE: dict[str, Callable[[str], step.FoldState]] = {
     step.OFFSETS: OffsetsState.from_json,
     step.GROUP: GroupState.from_json,
     step.TXN: TxnIdState.from_json,
+    step.SHARE: SharePartitionState.from_json,
 }
 _GOLD = (
     ("group_generations", "group_generations"),
@@ -87,6 +89,8 @@ _GOLD = (
     ("groups_current", "groups_current"),
     ("transactions", "transactions"),
     ("transaction_status_timeline", "transaction_status_timeline"),
+    ("streams_assignments", "streams_assignments"),
+    ("share_partition_state", "share_partition_state"),
 )
 
 
@@ -229,9 +233,12 @@ class IngestPipeline:
             positions, txn_rows = self._gold(b, decoded, counts, stats)
             if self.sampler is not None:
                 with b.timings.timed("lag"):
-                    self._lag(b, positions, txn_rows, event_time)
+                    self._lag(b, positions, txn_rows, _read_up_to(stats))
             not_seen, partitions = self._source_progress(b, stats)
             written = self.writer.run(spark, batch_id, b.tasks, b.timings)
+            b.new_states.append(
+                lease.lease_row(self.cfg, self.query_name, batch_id, self.clock.now_ms())
+            )
             with b.timings.timed("save state"):
                 st.save(
                     spark,
@@ -552,6 +559,15 @@ class IngestPipeline:
             query_name=self.query_name,
             batch_id=b.batch_id,
         )
+
+
+def _read_up_to(stats: Sequence[Any]) -> int | None:
+    """The time up to which the batch has read every internal-topic partition it read: the
+    earliest of their newest record timestamps. The end-offset sample of a replayed log is
+    taken then, so that every commit of that time is folded when lag is measured, even when
+    one partition's records run ahead of another's (the segment source shares a batch's
+    records among partitions by count, not by time); live, every partition is current."""
+    return min((int(s["max_ts"]) for s in stats if s["max_ts"] is not None), default=None)
 
 
 def _source_key(s: Any) -> str:

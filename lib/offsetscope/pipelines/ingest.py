@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from offsetscope.config import Config
+from offsetscope.pipelines import lease
 from offsetscope.pipelines.batch import BatchReport, IngestPipeline, ProgressCallback
 from offsetscope.quality import validate as quality
 from offsetscope.secrets import access as secrets_access
@@ -128,7 +129,7 @@ def run(
     # is missing (docs/security.md), and no error text carries a secret.
     access = (
         secrets_access.kafka_access(
-            k, "ingesting the internal topics", topics=(k.offsets_topic, k.transaction_topic)
+            k, "ingesting the internal topics", topics=sources.internal_topics(k)
         )
         if cfg.sources.kind == sources.KAFKA
         else contextlib.nullcontext()
@@ -155,4 +156,6 @@ def run(
         error = query.exception()
         if error is not None:
             raise error
+        # A query that failed says nothing: its lease runs out (offsetscope.pipelines.lease).
+        lease.release(spark, cfg, pipe.query_name, pipe.clock.now_ms())
     return pipe.reports

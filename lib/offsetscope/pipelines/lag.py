@@ -14,9 +14,10 @@ commit on:
   (last stable offset, KIP-98); sampled at the injected clock's time;
 * :class:`SegmentSampler` -- the data topics' partition directories
   (:class:`~offsetscope.spark.logdir.EndOffsetTracker`: first segment, log end, open
-  transactions) as they stood at the micro-batch's event time (its newest internal-topic record
-  timestamp): a log directory has no wall clock, and replaying one offline must not measure
-  early commits against the log's final end.
+  transactions) as they stood at the time up to which the micro-batch has read every
+  internal-topic partition it read (the earliest of their newest record timestamps): a log
+  directory has no wall clock, and replaying one offline must not measure early commits
+  against the log's final end, nor a partition read ahead against commits not yet read.
 
 Lag (:class:`offsetscope.history.lag.LagIndex`, records and seconds, against the LSO for the
 ``read_committed_groups`` of ``[pipeline]``, data loss below the log start offset) is computed
@@ -67,7 +68,9 @@ class EndOffsetSampler(Protocol):
     """Something that samples data partitions' end offsets."""
 
     def sample(self, topics: Iterable[str], event_time: int | None) -> list[EndOffsetSample]:
-        """Samples of every partition of ``topics``; ``event_time`` = newest record of the batch."""
+        """Samples of every partition of ``topics``; ``event_time``: the time up to which the
+        batch has read every internal-topic partition it read (the earliest of their newest
+        record timestamps)."""
         ...
 
     def record_time(self, topic: str, partition: int, offset: int) -> int | None:
@@ -447,5 +450,5 @@ def default_sampler(
         return KafkaSampler(cfg, clock)
     s = cfg.sources.segments
     data_dir = s.data_log_dir or log_dir or s.log_dir
-    internal = sources.topic_kinds(s.offsets_topic, s.transaction_topic)
+    internal = sources.topic_kinds(s.offsets_topic, s.transaction_topic, s.share_state_topic)
     return SegmentSampler(sources.resolve_path(data_dir), internal)

@@ -189,6 +189,17 @@ _SPECIFIC: Mapping[str, tuple[Check, ...]] = {
         at_least("lag_records_hwm"),
         at_least("lag_records_lso"),
     ),
+    "streams_assignments": (at_least("assignment_epoch"), at_least("port")),
+    "share_partition_state": (
+        at_least("partition"),
+        at_least("record_offset"),
+        at_least("start_offset", -1),
+        at_least("in_flight_records"),
+        at_least("acknowledged_records"),
+        at_least("archived_records"),
+        at_least("max_delivery_count"),
+        in_set("record_kind", ("snapshot", "update")),
+    ),
     "stuck_partitions": (
         at_least("partition"),
         at_least("last_stable_offset"),
