@@ -57,6 +57,11 @@ They print ``lag-threshold: N episodes expected, M found, K false`` and ``stuck-
 partitions expected, M found, K false``; each expected episode found and each finding not
 false is also a fact of the total.
 
+**Share and Streams groups** are not simulated by the bundled coordinator: ``--real-broker``
+also runs a real Kafka Streams application (``group.protocol = streams``) and a share consumer
+on the harness broker and checks the gold tables against what they observed
+(:mod:`offsetscope.verify.share_streams`, categories ``streams`` and ``share``).
+
 **Real broker** (:func:`real_broker_accuracy`, ``--real-broker``; a ``kafka`` test): real
 confluent-kafka clients (:mod:`offsetscope.verify.harness.clients`) drive the harness broker through
 rebalances (members joining and leaving under ``range`` and ``roundrobin``), manual commits and
@@ -118,6 +123,8 @@ CATEGORIES = (
     "commit",
     "lag-threshold",
     "stuck-lso",
+    "streams",
+    "share",
 )
 
 # Scenarios checked for alert episodes, ingested this many records per micro-batch so that the
@@ -1238,7 +1245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("  " + result.line(), flush=True)
             results.append(result)
         if args.real_broker:
-            results.append(_run_real(spark, cfg, work_dir))
+            results.extend(_run_real(spark, cfg, work_dir))
     finally:
         spark.stop()
     _, wrong, line = summary(results)
@@ -1249,22 +1256,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0 if wrong == 0 else 1
 
 
-def _run_real(spark: SparkSession, cfg: config_mod.Config, work_dir: Path) -> Result:
+def _run_real(spark: SparkSession, cfg: config_mod.Config, work_dir: Path) -> list[Result]:
+    from offsetscope.verify import share_streams
     from offsetscope.verify.harness.broker import Broker
 
     print("[real broker] starting the harness broker", flush=True)
     broker = Broker(dataclasses.replace(cfg.broker, name="accuracy"))
     handle = broker.start(fresh=True, tie_to_parent=True)
     try:
-        result = real_broker_accuracy(
-            spark, cfg, handle, work_dir, progress=lambda s: print(s, flush=True)
+        results = [
+            real_broker_accuracy(
+                spark, cfg, handle, work_dir, progress=lambda s: print(s, flush=True)
+            )
+        ]
+        # Share and Streams groups: the bundled coordinator simulates neither, so the ground
+        # truth is what their real clients observed (offsetscope.verify.share_streams).
+        began = time.monotonic()
+        checker = share_streams.accuracy(
+            spark, cfg, handle.bootstrap, work_dir / "share-streams", "real-broker-share-streams"
         )
+        results.append(checker.result(time.monotonic() - began))
     finally:
         handle.stop()
-    for m in result.mismatches:
-        print(m.line(), flush=True)
-    print("  " + result.line(), flush=True)
-    return result
+    for result in results:
+        for m in result.mismatches:
+            print(m.line(), flush=True)
+        print("  " + result.line(), flush=True)
+    return results
 
 
 if __name__ == "__main__":
