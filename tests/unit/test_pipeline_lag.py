@@ -311,3 +311,22 @@ def test_the_pipeline_writes_lag_at_its_own_cadence(interval: str | None, writte
     assert len(lag_batches) == written
     assert lag_batches == list(range(0, 9, 9 // written))
     assert len(positions) == 9  # every batch's commit moved the position
+
+
+def test_the_sample_is_taken_when_every_offsets_partition_read_is_current() -> None:
+    """The earliest of the newest commits of the ``__consumer_offsets`` partitions a batch read
+    (a partition read ahead in time must not move the sample past the others' commits); the
+    newest record of the batch when it read none."""
+
+    def stat(topic: str, partition: int, max_ts: int | None) -> dict[str, object]:
+        return {"topic": topic, "partition": partition, "max_ts": max_ts}
+
+    stats = [
+        stat("__consumer_offsets", 0, T0 + 9_000),
+        stat("__consumer_offsets", 1, T0 + 4_000),
+        stat("__transaction_state", 0, T0 + 2_000),
+        stat("__consumer_offsets", 2, None),
+    ]
+    assert batch._read_up_to(stats) == T0 + 4_000
+    assert batch._read_up_to([stat("__transaction_state", 0, T0 + 2_000)]) == T0 + 2_000
+    assert batch._read_up_to([]) is None

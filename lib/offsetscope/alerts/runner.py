@@ -374,7 +374,7 @@ class AlertsRunner:
         # groups_current: the state of the groups in scope, and every KIP-848 group that is
         # Assigning/Reconciling (a group that does not converge writes nothing).
         stuck = F.lit(self.settings.rebalance_stuck.enabled) & (
-            (F.col("kind") == F.lit("kip848")) & _in("state", _STUCK_STATES)
+            _in("kind", ("kip848", "streams")) & _in("state", _STUCK_STATES)
         )
         current: list[rules.CurrentGroup] = []
         if groups or self.settings.rebalance_stuck.enabled:
@@ -409,7 +409,9 @@ class AlertsRunner:
             sessions = qtables.rows_of(ses, SessionRow)
             lag = qtables.rows_of(self._lag_rows(groups, as_of, rows_since), PartitionLagRow)
             candidates = [
-                c.group_id for c in current if c.kind == "kip848" and c.state in _STUCK_STATES
+                c.group_id
+                for c in current
+                if c.kind in ("kip848", "streams") and c.state in _STUCK_STATES
             ]
             if candidates and self.settings.rebalance_stuck.enabled:
                 loaded = fold_state.load(self._spark, self.cfg, {fold_state.GROUP: candidates})

@@ -562,12 +562,22 @@ class IngestPipeline:
 
 
 def _read_up_to(stats: Sequence[Any]) -> int | None:
-    """The time up to which the batch has read every internal-topic partition it read: the
-    earliest of their newest record timestamps. The end-offset sample of a replayed log is
-    taken then, so that every commit of that time is folded when lag is measured, even when
-    one partition's records run ahead of another's (the segment source shares a batch's
-    records among partitions by count, not by time); live, every partition is current."""
-    return min((int(s["max_ts"]) for s in stats if s["max_ts"] is not None), default=None)
+    """When the batch's end-offset sample is taken: the time up to which it has read every
+    ``__consumer_offsets`` partition it read (the earliest of their newest record timestamps;
+    the newest record of the batch when it read none).
+
+    Lag is measured from the groups' positions, which hold each group's latest commit: a sample
+    must not be older than them (a position newer than the sample has no lag row then), nor
+    newer than a partition whose commits are not read yet (its groups would be measured
+    against records appended after their next commits). Replaying a log directory, the segment
+    source shares a batch's records among partitions by count, not by time, so partitions run
+    ahead of one another; live, every partition is current."""
+    offsets = [
+        int(s["max_ts"]) for s in stats if s["topic"] == OFFSETS_TOPIC and s["max_ts"] is not None
+    ]
+    if offsets:
+        return min(offsets)
+    return max((int(s["max_ts"]) for s in stats if s["max_ts"] is not None), default=None)
 
 
 def _source_key(s: Any) -> str:
