@@ -43,6 +43,17 @@ def load_config(args: argparse.Namespace) -> config.Config:
     return loaded
 
 
+def register_job(
+    subparsers: Any, name: str, help_text: str, handler: Callable[[argparse.Namespace], int]
+) -> argparse.ArgumentParser:
+    """Add a sub-command that reads ``conf/`` (``--env``, ``--conf``) and runs ``handler``; the
+    ``offsetscope`` entry point turns its start errors into one line (see the package)."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(name, help=help_text)
+    env_args(parser)
+    parser.set_defaults(handler=handler)
+    return parser
+
+
 def format_arg(parser: argparse.ArgumentParser) -> None:
     """Add ``--format table|json|csv`` (how rows are printed)."""
     parser.add_argument(
