@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from offsetscope import config, paths
+from offsetscope import config
 
 FORMATS = ("table", "json", "csv")
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery

@@ -240,6 +240,11 @@ class JavaKafkaSampler:
         """None, as :meth:`KafkaSampler.record_time`."""
         return None
 
+    def producers(self, topic: str, partition: int) -> Mapping[int, int] | None:
+        """None, as for :class:`KafkaSampler`: the stuck-LSO rule then takes the LSO itself as
+        the first offset of the oldest open transaction (offsetscope.history.stuck)."""
+        return None
+
     def _get(self, future: Any) -> Any:
         jvm = self._jvm()
         return future.get(

@@ -36,7 +36,6 @@ until ``processAllAvailable`` returns (``offsetscope.pipelines.ingest.run``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
