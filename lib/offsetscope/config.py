@@ -46,7 +46,6 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictBool,
-    StrictFloat,
     StrictInt,
     TypeAdapter,
     ValidationError,
@@ -323,7 +322,6 @@ Port = Annotated[StrictInt, Field(ge=0, le=65_535)]
 AtLeast0 = Annotated[StrictInt, Field(ge=0)]
 AtLeast1 = Annotated[StrictInt, Field(ge=1)]
 AtLeast2 = Annotated[StrictInt, Field(ge=2)]
-PositiveFloat = Annotated[StrictFloat, Field(gt=0)]
 
 _MODEL_CONFIG = ConfigDict(extra="forbid")
 
@@ -665,8 +663,8 @@ class BrokerConfig:
     transaction_segment_bytes: StrictInt = 104_857_600  # transaction.state.log.segment.bytes
     # Off so a misspelt topic fails loudly instead of appearing with default settings.
     auto_create_topics: StrictBool = False  # auto.create.topics.enable
-    startup_timeout_s: PositiveFloat = 60.0
-    stop_timeout_s: PositiveFloat = 30.0
+    startup_timeout: Duration = Duration("60s")
+    stop_timeout: Duration = Duration("30s")
     # The client listener: "PLAINTEXT", or "SASL_PLAINTEXT" (SCRAM-SHA-512 logins, Kafka's
     # StandardAuthorizer with ACLs, no access without one, ``super_user`` as the harness's own
     # principal with a password generated per data folder).
@@ -872,30 +870,43 @@ class DeliveryConfig:
     """What every queued notifier shares: the least severe alert it sends, and how it retries.
 
     HTTP notifiers retry connection errors, timeouts, 429 and 5xx answers (a 429's or 503's
-    ``Retry-After`` is waited for, up to ``max_backoff_s``); the email notifier retries
+    ``Retry-After`` is waited for, up to ``max_backoff``); the email notifier retries
     connection errors and SMTP's transient (4xx) replies. Other answers are final.
     """
 
     min_severity: Severity = "warning"
     # Per attempt: the connect and the read timeout of a request, or of each SMTP command.
-    timeout_s: PositiveFloat = 5.0
+    timeout: Duration = Duration("5s")
     max_attempts: AtLeast1 = 4
-    # The second retry waits backoff_s, each later one twice the one before, at most
-    # max_backoff_s (the first retry follows at once).
-    backoff_s: Annotated[StrictFloat, Field(ge=0)] = 0.5
-    max_backoff_s: StrictFloat = 30.0
+    # The second retry waits backoff, each later one twice the one before, at most max_backoff
+    # (the first retry follows at once).
+    backoff: Duration = Duration("500ms")
+    max_backoff: Duration = Duration("30s")
     # Events waiting at most; more are recorded as dropped rather than waited for.
     queue_size: AtLeast1 = 1_000
 
     def __post_init__(self) -> None:
         _check_delivery(self)
 
+    # Seconds, as the HTTP and SMTP clients take them.
+    @property
+    def timeout_s(self) -> float:
+        return self.timeout.seconds
+
+    @property
+    def backoff_s(self) -> float:
+        return self.backoff.seconds
+
+    @property
+    def max_backoff_s(self) -> float:
+        return self.max_backoff.seconds
+
 
 def _check_delivery(section: DeliveryConfig) -> None:
     # Subclasses call this from their own __post_init__: zero-argument super() does not work in
     # slotted dataclasses.
-    if section.max_backoff_s < section.backoff_s:
-        raise InvalidConfigError("max_backoff_s", "must not be less than backoff_s")
+    if section.max_backoff.ms < section.backoff.ms:
+        raise InvalidConfigError("max_backoff", "must not be less than backoff")
 
 
 def _require(key: str, value: str) -> None:

@@ -201,7 +201,11 @@ def test_cli_status_reports_the_running_broker(kafka_broker: BrokerHandle) -> No
 
 def _failing_broker(base: config.BrokerConfig, tmp_path: Path, **changes: object) -> Broker:
     cfg = dataclasses.replace(
-        base, work_dir=str(tmp_path), name="failing", startup_timeout_s=60.0, **changes
+        base,
+        work_dir=str(tmp_path),
+        name="failing",
+        startup_timeout=config.Duration("60s"),
+        **changes,
     )
     return Broker(cfg)
 

@@ -68,7 +68,7 @@ def test_broker_dies_with_the_process_that_tied_it(
         # SIGKILL: the parent gets no chance to clean up; only the kernel's death signal is left.
         parent.send_signal(signal.SIGKILL)
         parent.wait()
-    deadline = time.monotonic() + cfg.stop_timeout_s
+    deadline = time.monotonic() + cfg.stop_timeout.seconds
     while _is_our_broker(pid, broker.paths) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _is_our_broker(pid, broker.paths)

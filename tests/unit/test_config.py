@@ -272,9 +272,13 @@ def test_type_and_value_errors_name_the_key(
     assert info.value.key_path == path
 
 
-def test_int_key_accepts_no_float_and_float_key_accepts_an_int(tmp_path: Path) -> None:
-    _write(tmp_path, "base.toml", "[broker]\nstartup_timeout_s = 5\n")
-    assert load("base", tmp_path).broker.startup_timeout_s == 5.0
+def test_an_int_key_accepts_no_float_and_a_duration_no_number(tmp_path: Path) -> None:
+    _write(tmp_path, "base.toml", '[broker]\nstartup_timeout = "5s"\n')
+    assert load("base", tmp_path).broker.startup_timeout.seconds == 5.0
+    _write(tmp_path, "base.toml", "[broker]\nstartup_timeout = 5\n")
+    with pytest.raises(InvalidConfigError) as info:
+        load("base", tmp_path)
+    assert info.value.key_path == "broker.startup_timeout"
     _write(tmp_path, "base.toml", "[broker]\nport = 1.5\n")
     with pytest.raises(InvalidConfigError, match="expected int, got float"):
         load("base", tmp_path)

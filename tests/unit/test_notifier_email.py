@@ -147,8 +147,8 @@ def notifier(security: str, port: int, ca_file: Path | None, **kw: Any) -> Email
         "username": "env:SMTP_USER",
         "password": "env:SMTP_PASSWORD",
         "ca_file": str(ca_file) if ca_file else "",
-        "timeout_s": 5.0,
-        "backoff_s": 0.01,
+        "timeout": "5s",
+        "backoff": "10ms",
     }
     settings.update(kw)
     section = config.EmailConfig(**settings)
@@ -268,7 +268,7 @@ def test_a_server_that_never_answers_times_out_and_is_retried() -> None:
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     try:
-        n = notifier("starttls", listener.getsockname()[1], None, timeout_s=0.3, max_attempts=2)
+        n = notifier("starttls", listener.getsockname()[1], None, timeout="300ms", max_attempts=2)
         n.submit(AlertEvent(OPENED, alert()))
         (outcome,) = n.close(timeout_s=30)
     finally:

@@ -34,7 +34,7 @@ from offsetscope.alerts.notify import (
 from offsetscope.clock import VirtualClock
 
 ROUTING_KEY = "R0UT1NGKEYR0UT1NGKEYR0UT1NGKEY12"  # 32 characters, as PagerDuty's are
-FAST = {"timeout_s": 2.0, "backoff_s": 0.01}
+FAST = {"timeout": "2s", "backoff": "10ms"}
 
 
 def iso_time(value: Any) -> bool:
@@ -137,7 +137,7 @@ def test_slack_retries_a_5xx_and_fails_on_an_error_answer() -> None:
 def test_slack_rate_limit_waits_for_retry_after() -> None:
     with http_service(slack_refusal) as (base, script):
         script.answers = [Answer(429, "rate_limited", (("Retry-After", "1"),)), Answer(200, "ok")]
-        n = slack(base + "/s", max_backoff_s=5.0)
+        n = slack(base + "/s", max_backoff="5s")
         n.submit(events()[0])
         (outcome,) = finish(n)
     assert (outcome.status, outcome.attempts) == (DELIVERED, 2)
@@ -148,7 +148,7 @@ def test_slack_rate_limit_waits_for_retry_after() -> None:
 def test_a_retry_after_beyond_max_backoff_is_capped() -> None:
     with http_service(slack_refusal) as (base, script):
         script.answers = [Answer(429, "rate_limited", (("Retry-After", "3600"),))]
-        n = slack(base + "/s", max_attempts=2, max_backoff_s=0.5)
+        n = slack(base + "/s", max_attempts=2, max_backoff="500ms")
         n.submit(events()[0])
         (outcome,) = finish(n)
     assert (outcome.status, outcome.attempts, outcome.http_status) == (FAILED, 2, 429)
@@ -337,7 +337,7 @@ def test_pagerduty_answer_other_than_success_is_not_delivered() -> None:
 def test_pagerduty_that_never_answers_times_out() -> None:
     with http_service() as (base, script):
         script.hang = True
-        n = pagerduty(base, timeout_s=0.3, max_attempts=3)
+        n = pagerduty(base, timeout="300ms", max_attempts=3)
         n.submit(events()[0])
         (outcome,) = finish(n)
     assert (outcome.status, outcome.attempts, outcome.error) == (

@@ -34,7 +34,7 @@ SECRET_PATH = "/hooks/T0SECRET/B0SECRET/x9y8z7w6v5"
 
 
 def webhook(url: str, **kw: Any) -> WebhookNotifier:
-    settings: dict[str, Any] = {"url": "env:U", "timeout_s": 2.0, "backoff_s": 0.01}
+    settings: dict[str, Any] = {"url": "env:U", "timeout": "2s", "backoff": "10ms"}
     settings.update(kw)
     section = config.WebhookConfig(**settings)
     return WebhookNotifier("ops", section, url, TOKEN, clock=VirtualClock(T))
@@ -86,7 +86,7 @@ def test_retries_5xx_and_429_until_the_server_recovers() -> None:
 def test_backoff_doubles_after_an_immediate_first_retry() -> None:
     with http_service() as (base, script):
         script.answers = [Answer(500), Answer(500), Answer(500), Answer(200)]
-        n = webhook(base + "/x", max_attempts=4, backoff_s=0.4, max_backoff_s=10.0)
+        n = webhook(base + "/x", max_attempts=4, backoff="400ms", max_backoff="10s")
         n.submit(AlertEvent(OPENED, alert()))
         (outcome,) = finish(n)
     assert outcome.status == DELIVERED
@@ -125,7 +125,7 @@ def test_a_client_error_is_final_without_retry_and_keeps_the_answer() -> None:
 def test_a_server_that_hangs_times_out_without_blocking_the_caller() -> None:
     with http_service() as (base, script):
         script.hang = True
-        n = webhook(base + "/x", timeout_s=0.3, max_attempts=2)
+        n = webhook(base + "/x", timeout="300ms", max_attempts=2)
         n.submit(AlertEvent(OPENED, alert()))
         n.submit(AlertEvent(RESOLVED, alert(status="resolved")))
         # submit returned while the server still holds the first request: the caller never waits
@@ -157,7 +157,7 @@ def test_nothing_listening_is_a_recorded_failure() -> None:
 def test_a_full_queue_drops_instead_of_waiting() -> None:
     with http_service() as (base, script):
         script.hang = True
-        n = webhook(base + "/x", timeout_s=5.0, max_attempts=1, queue_size=1)
+        n = webhook(base + "/x", timeout="5s", max_attempts=1, queue_size=1)
         n.submit(AlertEvent(OPENED, alert("1" * 32)))
         assert script.arrived.wait(timeout=10)  # the worker holds event 1; the queue is empty
         n.submit(AlertEvent(OPENED, alert("2" * 32)))  # queued

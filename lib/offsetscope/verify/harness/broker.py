@@ -31,7 +31,7 @@ confluent-kafka AdminClient gets cluster metadata listing the node. If the proce
 the timeout passes first, the JVM is stopped and :class:`BrokerStartError` carries the tail of
 the broker's log, so the cause is in the test report.
 
-Stopping sends SIGTERM (Kafka's controlled shutdown), then SIGKILL after ``stop_timeout_s``.
+Stopping sends SIGTERM (Kafka's controlled shutdown), then SIGKILL after ``stop_timeout``.
 Only a process whose command line is this work folder's ``kafka.Kafka`` is ever signalled.
 A broker started by a test process can be tied to it (``tie_to_parent``): Linux then sends it
 SIGTERM when that process dies, however it dies.
@@ -640,7 +640,7 @@ class BrokerHandle:
         Idempotent; returns once the process is gone. Only this work folder's broker process
         is signalled.
         """
-        wait_s = self.config.stop_timeout_s if timeout_s is None else timeout_s
+        wait_s = self.config.stop_timeout.seconds if timeout_s is None else timeout_s
         if self.is_running():
             self._signal(signal.SIGTERM)
             if not self._wait_gone(wait_s):
@@ -908,7 +908,7 @@ class Broker:
     def _wait_ready(
         self, handle: BrokerHandle, process: subprocess.Popen[bytes], log_start: int
     ) -> None:
-        deadline = time.monotonic() + self.config.startup_timeout_s
+        deadline = time.monotonic() + self.config.startup_timeout.seconds
         started = False
         while True:
             code = process.poll()
@@ -924,7 +924,7 @@ class Broker:
                 return
             if time.monotonic() >= deadline:
                 raise BrokerStartError(
-                    f"broker not ready after {self.config.startup_timeout_s:.0f} s",
+                    f"broker not ready after {self.config.startup_timeout}",
                     self._start_tail(log_start),
                 )
             time.sleep(_POLL_S)
