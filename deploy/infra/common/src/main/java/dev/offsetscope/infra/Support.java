@@ -2,6 +2,7 @@ package dev.offsetscope.infra;
 
 import java.io.File;
 import java.io.IOException;
+import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -72,5 +73,25 @@ final class Support {
       }
     }
     return sb.append('"').toString();
+  }
+
+  /**
+   * Exit (running the shutdown hooks) when standard input reaches its end: the process that
+   * started the launcher holds the other end, so the launcher cannot outlive it.
+   */
+  static void exitOnStdinClose(String threadName) {
+    Thread watcher = new Thread(() -> {
+      try (InputStream in = System.in) {
+        byte[] buf = new byte[256];
+        while (in.read(buf) >= 0) {
+          // only end of file matters
+        }
+      } catch (IOException e) {
+        // a broken pipe means the same as end of file
+      }
+      System.exit(0);
+    }, threadName);
+    watcher.setDaemon(true);
+    watcher.start();
   }
 }

@@ -3,7 +3,6 @@ package dev.offsetscope.infra;
 import java.io.File;
 import java.io.FileOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.net.InetSocketAddress;
@@ -97,19 +96,7 @@ public final class MiniHadoop {
       System.exit(1);
     }
     if (opts.containsKey("exit-on-stdin-close")) {
-      Thread watcher = new Thread(() -> {
-        try (InputStream in = System.in) {
-          byte[] buf = new byte[256];
-          while (in.read(buf) >= 0) {
-            // discard: only end of file matters
-          }
-        } catch (IOException e) {
-          // a broken pipe means the same as end of file
-        }
-        System.exit(0); // runs the shutdown hook
-      }, "minihadoop-stdin");
-      watcher.setDaemon(true);
-      watcher.start();
+      Support.exitOnStdinClose("minihadoop-stdin");
     }
     launcher.done.await();
   }

@@ -4,7 +4,6 @@ import java.io.File;
 import java.io.FileDescriptor;
 import java.io.FileOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -75,19 +74,7 @@ public final class MiniKdcServer {
       System.exit(1);
     }
     if (opts.containsKey("exit-on-stdin-close")) {
-      Thread watcher = new Thread(() -> {
-        try (InputStream in = System.in) {
-          byte[] buf = new byte[256];
-          while (in.read(buf) >= 0) {
-            // only end of file matters
-          }
-        } catch (IOException e) {
-          // same as end of file
-        }
-        System.exit(0);
-      }, "minikdc-stdin");
-      watcher.setDaemon(true);
-      watcher.start();
+      Support.exitOnStdinClose("minikdc-stdin");
     }
     server.done.await();
   }
