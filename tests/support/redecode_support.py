@@ -23,18 +23,10 @@ from offsetscope.history import tables as history_tables
 from offsetscope.history.events import Event, GroupMetadataEvent
 from offsetscope.pipelines import state as st
 from offsetscope.pipelines.events import event_from_decoded
+from offsetscope.pipelines.redecode import GROUP_TABLES
 from offsetscope.spark import decode as dec
 from offsetscope.spark import tables as catalogue
 from offsetscope.spark import writes
-
-GROUP_TABLES = (
-    "group_generations",
-    "group_state_transitions",
-    "member_sessions",
-    "partition_assignments",
-    "groups_current",
-    "offset_commits",
-)
 
 
 @dataclass(frozen=True)
