@@ -105,8 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             cfg = load_config(args)
             logs.configure(cfg.logging)
             # Which configuration a job runs with, first in its log (a deployment's first
-            # question).
-            log.info(
+            # question); a command that prints rows keeps stderr for its one-line errors.
+            log.log(
+                logging.INFO if getattr(args, "job", False) else logging.DEBUG,
                 "offsetscope %s --env %s%s: configuration from %s",
                 args.command,
                 args.env,

@@ -46,11 +46,12 @@ def load_config(args: argparse.Namespace) -> config.Config:
 def register_job(
     subparsers: Any, name: str, help_text: str, handler: Callable[[argparse.Namespace], int]
 ) -> argparse.ArgumentParser:
-    """Add a sub-command that reads ``conf/`` (``--env``, ``--conf``) and runs ``handler``; the
-    ``offsetscope`` entry point turns its start errors into one line (see the package)."""
+    """Add a job: a sub-command that reads ``conf/`` (``--env``, ``--conf``) and runs
+    ``handler``, whose log starts with the configuration it runs with; the ``offsetscope`` entry
+    point turns its start errors into one line (see the package)."""
     parser: argparse.ArgumentParser = subparsers.add_parser(name, help=help_text)
     env_args(parser)
-    parser.set_defaults(handler=handler)
+    parser.set_defaults(handler=handler, job=True)
     return parser
 
 
