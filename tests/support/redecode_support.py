@@ -46,6 +46,9 @@ def clone_all(spark: SparkSession, source: config.Config, target: config.Config)
             f"CREATE TABLE {catalogue.table_name(target, logical)} SHALLOW CLONE "
             f"{catalogue.table_name(source, logical)}"
         )
+    # A clone's metastore entry has no table comment: bring it to the catalogue now, as a job
+    # start would, so that the redecode under test is the only writer after this.
+    catalogue.ensure_tables(spark, target)
 
 
 def _events(spark: SparkSession, cfg: config.Config) -> list[Event]:
