@@ -62,7 +62,7 @@ from offsetscope.alerts.model import (
 from offsetscope.alerts.notifiers import build_notifiers
 from offsetscope.alerts.notify import Dispatcher, NotificationOutcome, Notifier
 from offsetscope.clock import Clock, SystemClock
-from offsetscope.config import Config, duration_ms, is_own_group
+from offsetscope.config import Config, default_cluster, duration_ms, is_own_group
 from offsetscope.history.groups import GroupState
 from offsetscope.history.rows import (
     GenerationRow,
@@ -421,7 +421,12 @@ class AlertsRunner:
                 if c.kind in ("kip848", "streams") and c.state in _STUCK_STATES
             ]
             if candidates and self.settings.rebalance_stuck.enabled:
-                loaded = fold_state.load(self._spark, self.cfg, {fold_state.GROUP: candidates})
+                loaded = fold_state.load(
+                    self._spark,
+                    self.cfg,
+                    {fold_state.GROUP: candidates},
+                    cluster=default_cluster(self.cfg),
+                )
                 states = [GroupState.from_json(row.state) for row in loaded.values()]
 
         transactions: list[TransactionRow] = []

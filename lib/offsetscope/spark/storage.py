@@ -100,6 +100,16 @@ def check_reachable(spark: SparkSession, key_path: str, value: str) -> paths.Loc
     return location
 
 
+def has_entries(spark: SparkSession, location: str) -> bool:
+    """Whether a folder exists and holds anything, through the session's Hadoop file system
+    (a checkpoint may be remote)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None, "a running session has a JVM gateway"
+    folder = jvm.org.apache.hadoop.fs.Path(location)
+    fs = folder.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    return bool(fs.exists(folder)) and len(fs.listStatus(folder)) > 0
+
+
 def check_storage(spark: SparkSession, cfg: Config, *, write: bool = True) -> None:
     """Check every remote location of ``cfg`` (see the module docstring); with ``write`` false
     (a command that only reads the tables, ``offsetscope sql``) the table and checkpoint
