@@ -240,8 +240,9 @@ def test_a_table_from_before_clusters_gains_the_column_filled_with_the_default_c
     )
     current = catalogue.table_name(renamed, "groups_current")
     spark.sql(
-        f"INSERT INTO {current} (group_id, group_life, kind, deleted, member_count, "
-        "updated_at) VALUES ('g', 0, 'classic', false, 1, timestamp_millis(1700000000000))"
+        f"INSERT INTO {current} (group_id, group_life, kind, member_count, rebalance_times, "
+        "rebalances_1h, rebalances_24h, deleted, updated_at) VALUES ('g', 0, 'classic', 1, "
+        "array(), 0, 0, false, timestamp_millis(1700000000000))"
     )
     catalogue.ensure_tables(spark, renamed, ["end_offsets", "groups_current"])
     for name in (samples, current):
