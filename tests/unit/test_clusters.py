@@ -3,12 +3,16 @@ per-cluster overrides (no Spark)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from offsetscope import clusters, config
 from offsetscope.config import Config, InvalidConfigError, load
+from offsetscope.pipelines import batch
+from offsetscope.pipelines.writer import BatchWriter, Write
 
 TWO_CLUSTERS = """
 [clusters.east]
@@ -176,3 +180,70 @@ def test_rows_are_routed_by_cluster_in_order() -> None:
         "east": [("east", 1), ("east", 3)],
         "west": [("west", 2)],
     }
+
+
+# ----------------------------------------------------------------------------- routing in a batch
+
+
+def _two_segment_clusters() -> Config:
+    base = config.with_pipeline(load("local"), sample_end_offsets=False)
+    two = {
+        name: config.ClusterConfig(
+            kind="segments",
+            segments=dataclasses.replace(base.sources.segments, log_dir=f"/logs/{name}"),
+        )
+        for name in NAMES
+    }
+    return dataclasses.replace(base, clusters=two)
+
+
+def test_a_batch_routes_its_source_partitions_by_cluster() -> None:
+    pipe = batch.IngestPipeline(_two_segment_clusters())
+    stats = [
+        {"topic": "__consumer_offsets", "partition": 0, "cluster": "east"},
+        {"topic": "__consumer_offsets", "partition": 0, "cluster": "west"},
+        {"topic": "__transaction_state", "partition": 1, "cluster": "east"},
+    ]
+    routed = pipe._by_cluster(stats)
+    assert routed == {"east": [stats[0], stats[2]], "west": [stats[1]]}
+    # Rows of several clusters that do not name theirs cannot be routed.
+    with pytest.raises(ValueError, match="must name theirs"):
+        pipe._by_cluster([{"topic": "__consumer_offsets", "partition": 0}])
+    single = batch.IngestPipeline(config.with_pipeline(load("local"), sample_end_offsets=False))
+    assert single._by_cluster([{"partition": 0}]) == {"default": [{"partition": 0}]}
+
+
+def test_each_cluster_has_its_own_source_settings() -> None:
+    cfg = _two_segment_clusters()
+    pipe = batch.IngestPipeline(cfg)
+    assert pipe.clusters == NAMES
+    assert pipe.kind == "segments"
+    assert pipe.reads_from_start == {"east": True, "west": True}
+    with pytest.raises(ValueError, match="one sampler for several clusters"):
+        batch.IngestPipeline(cfg, sampler=object())  # type: ignore[arg-type]
+
+
+def test_the_writes_of_several_clusters_are_one_write_per_table_and_kind() -> None:
+    east = pa.table({"x": [1]})
+    west = pa.table({"x": [2, 3]})
+    tasks = [
+        Write("groups_current", True, lambda: east, 1, ("t.`cluster` IN ('east')",)),
+        Write("end_offsets", False, lambda: east, 1),
+        Write("groups_current", True, lambda: west, 2, ("t.`cluster` IN ('west')",)),
+        Write("groups_current", False, lambda: west, 2),
+    ]
+    combined = BatchWriter.combine(tasks)
+    assert [(w.logical, w.merge, w.rows) for w in combined] == [
+        ("groups_current", True, 3),
+        ("end_offsets", False, 1),
+        ("groups_current", False, 2),
+    ]
+    merged = combined[0]
+    assert merged.source is not None
+    assert callable(merged.source)
+    assert merged.source().column("x").to_pylist() == [1, 2, 3]  # type: ignore[operator]
+    # A MERGE is restricted to what any of its parts is.
+    assert merged.prune == ("(t.`cluster` IN ('east')) OR (t.`cluster` IN ('west'))",)
+    # Without a restriction on one part, none on the whole.
+    open_ended = BatchWriter.combine([tasks[0], dataclasses.replace(tasks[2], prune=())])
+    assert open_ended[0].prune == ()
