@@ -275,7 +275,7 @@ def floor_worker(spec: dict[str, Any]) -> dict[str, Any]:
 
         def append(batch: Any, batch_id: int) -> None:
             raw = batch.coalesce(cfg.spark.shuffle_partitions)
-            frame = frames.bronze_frame(raw, batch_id, wall.now_ms())
+            frame = frames.bronze_frame(raw, batch_id, wall.now_ms(), cfg.sources.cluster)
             writes.append(frame, cfg, "raw_records", query_name="floor", batch_id=batch_id)
 
         began = time.perf_counter()

@@ -306,6 +306,12 @@ LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 SEVERITIES: tuple[Severity, ...] = typing.get_args(Severity)
 _WEBHOOK_EVENTS: tuple[WebhookEvent, ...] = typing.get_args(WebhookEvent)
 
+# A cluster name is a value of every table's ``cluster`` column and the prefix of per-group
+# override keys (``"<cluster>/<group>"``), so it holds no "/" and no glob character.
+_CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+ClusterName = Annotated[
+    str, _Pattern(_CLUSTER_NAME.pattern, "{value!r} is not a plain cluster name")
+]
 TableName = Annotated[
     str, _Pattern(r"^[A-Za-z_][A-Za-z0-9_]*$", "{value!r} is not a plain table name")
 ]
@@ -480,10 +486,25 @@ class SegmentSourceConfig:
 
 
 @_section
-class SourcesConfig:
+class ClusterConfig:
+    """One Kafka cluster's internal topics: read live (``kafka``, with its security) or from a
+    copy of its log directory (``segments``). ``[clusters.<name>]`` has this shape."""
+
     kind: SourceKind = "segments"
     kafka: KafkaSourceConfig = field(default_factory=KafkaSourceConfig)
     segments: SegmentSourceConfig = field(default_factory=SegmentSourceConfig)
+
+
+@_section
+class SourcesConfig(ClusterConfig):
+    """The one cluster of a single-cluster deployment (no ``[clusters]``), named ``cluster``.
+
+    ``cluster`` is also the name the rows of tables written before they had a ``cluster``
+    column are given when the tables are migrated: keep it when a deployment moves its cluster
+    to ``[clusters.<name>]``, so its history stays that cluster's.
+    """
+
+    cluster: ClusterName = "default"
 
 
 @_section
@@ -1148,6 +1169,8 @@ class LoggingConfig:
 class Config:
     env: str = "base"
     sources: SourcesConfig = field(default_factory=SourcesConfig)
+    # Several clusters read by one deployment; empty: the one cluster of [sources].
+    clusters: Mapping[ClusterName, ClusterConfig] = field(default_factory=dict)
     storage: StorageConfig = field(default_factory=StorageConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     broker: BrokerConfig = field(default_factory=BrokerConfig)
@@ -1156,6 +1179,51 @@ class Config:
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
     quality: QualityConfig = field(default_factory=QualityConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
+
+    def __post_init__(self) -> None:
+        kinds = {c.kind for c in self.clusters.values()}
+        for name, cluster in self.clusters.items():
+            # One streaming query reads every cluster (docs/design.md, "Several clusters"):
+            # Spark's Kafka source and the segment source are driven differently to the end
+            # of what is available, so one query reads one kind.
+            if len(kinds) > 1:
+                raise InvalidConfigError(
+                    f"clusters.{name}.kind",
+                    f"is {cluster.kind!r}, but every cluster of a deployment is read by one "
+                    "query of one kind (kafka or segments)",
+                )
+
+
+def clusters(cfg: Config) -> dict[str, ClusterConfig]:
+    """The clusters the deployment reads, by name: ``[clusters.<name>]``, or when there is
+    none, ``[sources]`` under its ``cluster`` name."""
+    if cfg.clusters:
+        return dict(cfg.clusters)
+    return {cfg.sources.cluster: cfg.sources}
+
+
+def default_cluster(cfg: Config) -> str:
+    """The cluster of rows written before tables had a ``cluster`` column (``[sources]
+    cluster``)."""
+    return cfg.sources.cluster
+
+
+def cluster_key_path(cfg: Config, name: str) -> str:
+    """The dotted key of cluster ``name``'s settings: ``clusters.<name>`` or ``sources``."""
+    return f"clusters.{name}" if cfg.clusters else "sources"
+
+
+def for_cluster(cfg: Config, name: str) -> Config:
+    """``cfg`` with cluster ``name`` as its ``[sources]`` and no ``[clusters]``: the
+    configuration of the parts that talk to one cluster (its source options, its end-offset
+    sampler, its access checks)."""
+    found = clusters(cfg)
+    if name not in found:
+        known = ", ".join(sorted(found))
+        raise InvalidConfigError("cluster", f"{name!r} is not configured (known: {known})")
+    c = found[name]
+    sources = SourcesConfig(kind=c.kind, kafka=c.kafka, segments=c.segments, cluster=name)
+    return dataclasses.replace(cfg, sources=sources, clusters={})
 
 
 # --------------------------------------------------------------------------- errors

@@ -105,7 +105,7 @@ def cfg(offsetscope_config: config.Config) -> config.Config:
 
 def planted_batch(spark: SparkSession) -> Any:
     rows = [*CLEAN, *(r for r, _ in PLANTED.values()), *DUPLICATES]
-    return writes.rows_frame(spark, "group_generations", rows)
+    return writes.rows_frame(spark, "group_generations", rows, cluster="default")
 
 
 def test_failing_rows_are_split_off_with_the_checks_they_broke(spark: SparkSession) -> None:
@@ -142,7 +142,7 @@ def test_failing_rows_are_split_off_with_the_checks_they_broke(spark: SparkSessi
 
 
 def test_clean_batch_passes_and_keeps_every_row(spark: SparkSession) -> None:
-    df = writes.rows_frame(spark, "group_generations", CLEAN)
+    df = writes.rows_frame(spark, "group_generations", CLEAN, cluster="default")
     good, failed, result = validate(df, "group_generations", 1, clock=NOW)
     assert result.success
     assert result.failed_expectations == ()
@@ -173,7 +173,7 @@ def test_spark_engine_gives_the_same_answer_as_pandas(spark: SparkSession) -> No
         EndOffsetSample("orders", 1, 50, 40, -1, T),  # high watermark below the log start
         EndOffsetSample("orders", 1, 50, 40, -1, T),  # and twice
     ]
-    df = writes.rows_frame(spark, "end_offsets", samples)
+    df = writes.rows_frame(spark, "end_offsets", samples, cluster="default")
     on_pandas = validate(df, "end_offsets", 1, clock=NOW)
     on_spark = validate(df, "end_offsets", 1, clock=NOW, pandas_max_rows=0)
     for good, failed, result in (on_pandas, on_spark):
@@ -218,7 +218,7 @@ def test_results_and_quarantine_are_kept_once_and_the_failure_raises_an_alert(
     assert (alert.rule, alert.subject, alert.status) == ("quality", "group_generations", "open")
     assert "valid:state" in alert.reason
     # a later batch passes: the alert resolves at that batch's validation
-    clean = writes.rows_frame(spark, "group_generations", CLEAN)
+    clean = writes.rows_frame(spark, "group_generations", CLEAN, cluster="default")
     later = VirtualClock(T + 7_200_000)
     _, none_failed, passed = validate(clean, "group_generations", 4, clock=later)
     record(spark, cfg, passed, none_failed, query_name="q")
@@ -246,7 +246,7 @@ def test_timestamps_outside_pandas_range_are_flagged_not_fatal(spark: SparkSessi
         EndOffsetSample("orders", 1, 0, 100, 100, year_1),
         EndOffsetSample("orders", 2, 0, 100, 100, year_9999),
     ]
-    df = writes.rows_frame(spark, "end_offsets", samples)
+    df = writes.rows_frame(spark, "end_offsets", samples, cluster="default")
     for engine in ({}, {"pandas_max_rows": 0}):
         good, failed, result = validate(df, "end_offsets", 1, clock=NOW, **engine)
         assert [r["partition"] for r in good.select("partition").collect()] == [0]
@@ -276,7 +276,7 @@ def test_rows_on_the_driver_are_gated_as_the_dataframe_is(
 ) -> None:
     """validate_table (fold outputs as Arrow, no Spark job) keeps and fails the same rows, with
     the same results row, as validate on the DataFrame of the same rows."""
-    table = writes.rows_table(logical, rows)
+    table = writes.rows_table(logical, rows, cluster="default")
     good_t, failed_t, result_t = validate_table(table, logical, 3, clock=NOW)
     good_d, failed_d, result_d = validate(
         writes.table_frame(spark, logical, table), logical, 3, clock=NOW

@@ -145,7 +145,7 @@ def test_ensure_tables_adds_the_nullable_columns_a_newer_catalogue_declares(
 def test_append_is_written_once_per_batch_id(spark: SparkSession, cfg: config.Config) -> None:
     name = catalogue.table_name(cfg, "end_offsets")
     rows = [EndOffsetSample("orders", p, 0, 10 + p, 10 + p, T0) for p in range(3)]
-    df = writes.rows_frame(spark, "end_offsets", rows)
+    df = writes.rows_frame(spark, "end_offsets", rows, cluster="default")
     writes.append(df, cfg, "end_offsets", query_name="q1", batch_id=0)
     version = _version(spark, name)
     writes.append(df, cfg, "end_offsets", query_name="q1", batch_id=0)  # a replay
@@ -166,11 +166,13 @@ def test_merge_upserts_on_the_natural_key_once_per_batch_id(
         return TxnStatusRow("t1", 2, 40, seq, T0, None, status, 5, 0, False, "test")
 
     first = writes.rows_frame(
-        spark, "transaction_status_timeline", [row("Ongoing"), row("Empty", 1)]
+        spark, "transaction_status_timeline", [row("Ongoing"), row("Empty", 1)], cluster="c"
     )
     assert writes.merge(first, cfg, "transaction_status_timeline", query_name="q", batch_id=0) == 2
     version = _version(spark, name)
-    update = writes.rows_frame(spark, "transaction_status_timeline", [row("PrepareCommit")])
+    update = writes.rows_frame(
+        spark, "transaction_status_timeline", [row("PrepareCommit")], cluster="c"
+    )
     # Replayed batch id: skipped, nothing changes.
     assert writes.merge(update, cfg, "transaction_status_timeline", query_name="q", batch_id=0) == 0
     assert _version(spark, name) == version
@@ -196,10 +198,61 @@ def test_fold_state_loads_exactly_the_keys_asked_for(
 ) -> None:
     # Group ids are any string a client sends: quotes, backslashes, newlines, SQL words.
     odd = ["it's", "back\\slash", "new\nline", "') OR (1=1", "grüße", "g"]
-    saved = [st.StateRow(st.GROUP, k, f'{{"n": {i}}}', i) for i, k in enumerate(odd)]
-    saved += [st.StateRow(st.OFFSETS, "g", "{}", 7)]  # the same key under another fold
-    st.save(spark, cfg, saved, query_name="q", batch_id=0, now_ms=T0)
+    saved = [st.StateRow(st.GROUP, k, f'{{"n": {i}}}', i, "east") for i, k in enumerate(odd)]
+    saved += [st.StateRow(st.OFFSETS, "g", "{}", 7, "east")]  # the same key under another fold
+    # The same keys in another cluster are other states.
+    west = [st.StateRow(st.GROUP, k, '{"west": true}', 99, "west") for k in odd]
+    st.save(spark, cfg, [*saved, *west], query_name="q", batch_id=0, now_ms=T0)
     wanted = {st.GROUP: [*odd[:5], "absent"], st.OFFSETS: ["g"], st.TXN: []}
-    loaded = st.load(spark, cfg, wanted)
+    loaded = st.load(spark, cfg, wanted, cluster="east")
     assert loaded == {(r.fold, r.key): r for r in saved if r.key != "g" or r.fold == st.OFFSETS}
-    assert st.load(spark, cfg, {st.GROUP: []}) == {}
+    assert st.load(spark, cfg, {st.GROUP: []}, cluster="east") == {}
+    in_west = st.load(spark, cfg, {st.GROUP: odd}, cluster="west")
+    assert {(r.fold, r.key): r for r in west} == in_west
+
+
+def test_a_table_from_before_clusters_gains_the_column_filled_with_the_default_cluster(
+    spark: SparkSession, cfg: config.Config
+) -> None:
+    """end_offsets (append-only) and groups_current as an offsetscope without clusters
+    created them: the cluster column is added in place, every old row is the default
+    cluster's ([sources] cluster), and the append-only table is append-only again."""
+    renamed = dataclasses.replace(
+        cfg,
+        sources=dataclasses.replace(cfg.sources, cluster="prod-eu"),
+        tables=dataclasses.replace(
+            cfg.tables, end_offsets="old_end_offsets", groups_current="old_groups_current"
+        ),
+    )
+    for logical in ("end_offsets", "groups_current"):
+        spec = catalogue.spec(logical)
+        old = dataclasses.replace(
+            spec,
+            columns=tuple(c for c in spec.columns if c.name != catalogue.CLUSTER),
+            key=tuple(k for k in spec.key if k != catalogue.CLUSTER),
+        )
+        spark.sql(catalogue.create_table_sql(renamed, old))
+    samples = catalogue.table_name(renamed, "end_offsets")
+    spark.sql(
+        f"INSERT INTO {samples} (topic, `partition`, log_start_offset, high_watermark, "
+        "last_stable_offset, sampled_at) VALUES ('orders', 0, 0, 10, 10, "
+        "timestamp_millis(1700000000000))"
+    )
+    current = catalogue.table_name(renamed, "groups_current")
+    spark.sql(
+        f"INSERT INTO {current} (group_id, group_life, kind, member_count, rebalance_times, "
+        "rebalances_1h, rebalances_24h, deleted, updated_at) VALUES ('g', 0, 'classic', 1, "
+        "array(), 0, 0, false, timestamp_millis(1700000000000))"
+    )
+    catalogue.ensure_tables(spark, renamed, ["end_offsets", "groups_current"])
+    for name in (samples, current):
+        assert [r[catalogue.CLUSTER] for r in spark.table(name).collect()] == ["prod-eu"]
+    assert _properties(spark, samples)["delta.appendOnly"] == "true"
+    # New rows of the same key in another cluster stand beside the old ones.
+    sample = EndOffsetSample("orders", 0, 0, 10, 10, T0)
+    more = writes.rows_frame(spark, "end_offsets", [sample], cluster="prod-us")
+    writes.append(more, renamed, "end_offsets", query_name="q", batch_id=0)
+    assert sorted(r[catalogue.CLUSTER] for r in spark.table(samples).collect()) == [
+        "prod-eu",
+        "prod-us",
+    ]

@@ -176,7 +176,9 @@ def test_decode_schema_is_the_arrow_declaration_and_rows_match_the_pure_decoder(
 def test_bronze_keeps_the_bytes_and_converts_the_timestamp(
     spark: SparkSession, sample: DataFrame
 ) -> None:
-    bronze = frames.bronze_frame(sample.where("offset = 10"), batch_id=5, ingested_at_ms=T0 + 99)
+    bronze = frames.bronze_frame(
+        sample.where("offset = 10"), batch_id=5, ingested_at_ms=T0 + 99, cluster="east"
+    )
     k1, v1 = _commit("g1", 0, 42, T0)
     expected_schema = StructType(
         [
@@ -188,10 +190,11 @@ def test_bronze_keeps_the_bytes_and_converts_the_timestamp(
             StructField("value", BinaryType()),
             StructField("ingest_batch_id", LongType()),
             StructField("ingested_at", TimestampType()),
+            StructField("cluster", StringType()),
         ]
     )
     expected = spark.createDataFrame(
-        [(OFFSETS, 2, 10, _ts(T0), bytearray(k1), bytearray(v1), 5, _ts(T0 + 99))],
+        [(OFFSETS, 2, 10, _ts(T0), bytearray(k1), bytearray(v1), 5, _ts(T0 + 99), "east")],
         expected_schema,
     )
     assert_df_equality(bronze.select(*expected_schema.names), expected, ignore_nullable=True)
@@ -202,7 +205,9 @@ def test_group_metadata_silver_rows_are_the_flattened_struct(
     spark: SparkSession, sample: DataFrame
 ) -> None:
     silver = dec.silver_frame(
-        dec.decode(sample), catalogue.GROUP_METADATA_EVENTS, {"ingest_batch_id": F.lit(3)}
+        dec.decode(sample),
+        catalogue.GROUP_METADATA_EVENTS,
+        {"ingest_batch_id": F.lit(3), "cluster": F.lit("east")},
     )
     assert silver.columns == [c.name for c in catalogue.GROUP_METADATA_EVENTS.written_columns]
     member = StructType(
@@ -275,7 +280,11 @@ def test_group_metadata_silver_rows_are_the_flattened_struct(
 def test_quarantine_rows_carry_bytes_coordinates_error_and_disposition(
     spark: SparkSession, sample: DataFrame
 ) -> None:
-    q = dec.silver_frame(dec.decode(sample), catalogue.QUARANTINE, {"ingest_batch_id": F.lit(1)})
+    q = dec.silver_frame(
+        dec.decode(sample),
+        catalogue.QUARANTINE,
+        {"ingest_batch_id": F.lit(1), "cluster": F.lit("east")},
+    )
     k1, v1 = _commit("g1", 0, 42, T0)
     expected_schema = StructType(
         [
@@ -313,7 +322,9 @@ def test_offset_commit_rows_of_plain_commits_are_committed_as_read(
 ) -> None:
     # As the pipeline writes them: collected through Arrow, typed on the driver.
     collected = frames.plain_commit_frame(dec.decode(sample), read_committed_source=False).toArrow()
-    rows = writes.table_frame(spark, "offset_commits", writes.ms_table("offset_commits", collected))
+    rows = writes.table_frame(
+        spark, "offset_commits", writes.ms_table("offset_commits", collected, cluster="east")
+    )
     assert rows.columns == [c.name for c in catalogue.spec("offset_commits").written_columns]
     expected_schema = StructType(
         [

@@ -108,7 +108,7 @@ def older_decoder_tables(spark: SparkSession, cfg: config.Config, group: str) ->
         rows = [r for r in getattr(outputs, logical) if r.group_id == group]
         rows = list(history_tables.materialize(rows).values())
         if rows:
-            writes.rows_frame(spark, logical, rows).write.format("delta").mode(
+            writes.rows_frame(spark, logical, rows, cluster="default").write.format("delta").mode(
                 "append"
             ).saveAsTable(name)
     state = states.groups[group]

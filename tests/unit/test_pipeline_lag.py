@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 from offsetscope import config
+from offsetscope.clusters import StateKey
 from offsetscope.history.lag import CommitPoint, LagIndex, Position
 from offsetscope.history.rows import EndOffsetSample, PartitionLagRow
 from offsetscope.pipelines import batch, lag
@@ -133,7 +134,7 @@ def test_lag_table_has_partition_lags_columns_even_when_empty() -> None:
     later = lag.lag_table("t", 0, _positions(Position("g", 1, T0 + 1, 1)), [], [sample], [])
     assert later.num_rows == 0  # the commit is newer than the sample: not in effect yet
     for table in (empty, later):
-        typed = writes.ms_table("partition_lag", table)
+        typed = writes.ms_table("partition_lag", table, cluster="default")
         assert typed.schema == catalogue.arrow_schema(catalogue.spec("partition_lag"))
 
 
@@ -289,13 +290,16 @@ def test_the_pipeline_writes_lag_at_its_own_cadence(interval: str | None, writte
     cfg = config.with_pipeline(config.load("local"), lag_interval=interval)
     pipe = batch.IngestPipeline(cfg, source_kind="segments", sampler=_Sampler())
     start = (T0 // 30_000 + 1) * 30_000
-    pipe._states = {(st.SAMPLER, "topics"): None}
+    cluster = pipe.clusters[0]
+    pipe._states = {StateKey(cluster, st.SAMPLER, "topics"): None}
     key = lag.partition_key("orders", 0)
-    pipe._states.update({(st.POSITIONS, key): None, (st.SAMPLES, key): None, (st.LSO, key): None})
+    pipe._states.update(
+        {StateKey(cluster, fold, key): None for fold in (st.POSITIONS, st.SAMPLES, st.LSO)}
+    )
     lag_batches, positions = [], []
     for i in range(9):
         at = start + 10_000 * i + 500
-        b = batch.Batch(i, None, at)  # type: ignore[arg-type]
+        b = batch.Batch(i, None, at, cluster)  # type: ignore[arg-type]
         moved = [("orders", 0, Position("g", at // 100 - 7, at, i))]
         pipe._lag(b, moved, [], at)
         tables = {t.logical for t in b.tasks}
@@ -303,7 +307,8 @@ def test_the_pipeline_writes_lag_at_its_own_cadence(interval: str | None, writte
             assert tables == {"end_offsets", "partition_lag"}
             lag_batches.append(i)
         for row in b.new_states:
-            pipe._states[(row.fold, row.key)] = row
+            assert row.cluster == cluster
+            pipe._states[StateKey(row.cluster, row.fold, row.key)] = row
             if row.fold == st.POSITIONS:
                 held = lag.positions_from_json(row.state).get("g")
                 assert held is not None

@@ -70,8 +70,8 @@ def test_columns_give_what_records_give(seed: int) -> None:
             ]
         )
     )
-    got = writes.ms_table("offset_commits", collected)
-    want = writes.records_table("offset_commits", rows)
+    got = writes.ms_table("offset_commits", collected, cluster="c")
+    want = writes.records_table("offset_commits", rows, cluster="c")
     assert got.schema == want.schema
     assert got.to_pylist() == want.to_pylist()
     # Out-of-range values: nulled where the column is nullable, clamped where it is not.
@@ -84,7 +84,7 @@ def test_columns_give_what_records_give(seed: int) -> None:
 def test_missing_column_is_named() -> None:
     rows = pa.table({"group_id": ["g"]})
     with pytest.raises(ValueError, match="lack the column 'topic'"):
-        writes.ms_table("offset_commits", rows)
+        writes.ms_table("offset_commits", rows, cluster="c")
 
 
 def test_nested_timestamps_are_refused() -> None:
@@ -100,4 +100,4 @@ def test_nested_timestamps_are_refused() -> None:
     assert nested, "groups_current has no nested timestamp any more: pick another table"
     empty = schema.empty_table()
     with pytest.raises(ValueError, match="nested timestamps"):
-        writes.ms_table("groups_current", empty)
+        writes.ms_table("groups_current", empty, cluster="c")

@@ -62,7 +62,14 @@ from offsetscope.alerts.model import (
 from offsetscope.alerts.notifiers import build_notifiers
 from offsetscope.alerts.notify import Dispatcher, NotificationOutcome, Notifier
 from offsetscope.clock import Clock, SystemClock
-from offsetscope.config import Config, duration_ms, is_own_group
+from offsetscope.config import (
+    Config,
+    InvalidConfigError,
+    clusters,
+    default_cluster,
+    duration_ms,
+    is_own_group,
+)
 from offsetscope.history.groups import GroupState
 from offsetscope.history.rows import (
     GenerationRow,
@@ -162,6 +169,14 @@ class AlertsRunner:
         clock: Clock | None = None,
         notifiers: Sequence[Notifier] | None = None,
     ) -> None:
+        # The rules read the history tables without telling clusters apart (the same group id
+        # in two clusters would be one subject): one cluster's tables only.
+        if len(clusters(cfg)) > 1:
+            raise InvalidConfigError(
+                "clusters",
+                "the alert rules evaluate a single cluster; a deployment of several clusters "
+                "cannot run them yet (docs/design.md, 'Several clusters')",
+            )
         self.cfg = cfg
         self.settings = cfg.alerts
         self.query_name = query_name or cfg.alerts.query_name
@@ -421,7 +436,12 @@ class AlertsRunner:
                 if c.kind in ("kip848", "streams") and c.state in _STUCK_STATES
             ]
             if candidates and self.settings.rebalance_stuck.enabled:
-                loaded = fold_state.load(self._spark, self.cfg, {fold_state.GROUP: candidates})
+                loaded = fold_state.load(
+                    self._spark,
+                    self.cfg,
+                    {fold_state.GROUP: candidates},
+                    cluster=default_cluster(self.cfg),
+                )
                 states = [GroupState.from_json(row.state) for row in loaded.values()]
 
         transactions: list[TransactionRow] = []

@@ -206,9 +206,23 @@ def spark_for(cfg: config.Config, command: str) -> Any:
     return spark
 
 
+def cluster_arg(parser: argparse.ArgumentParser) -> None:
+    """Add ``--cluster``: only one cluster's rows (group and transactional ids are unique
+    within a cluster only)."""
+    parser.add_argument(
+        "--cluster", default=None, help="only this Kafka cluster's rows (default: every cluster)"
+    )
+
+
 def queries_for(args: argparse.Namespace, command: str) -> Any:
-    """:class:`offsetscope.ops.queries.Queries` over the tables ``args`` configure."""
+    """:class:`offsetscope.ops.queries.Queries` over the tables ``args`` configure (and the
+    cluster ``--cluster`` names)."""
     from offsetscope.ops.queries import Queries
 
     cfg = load_config(args)
-    return Queries(spark_for(cfg, command), cfg, include_own=getattr(args, "include_own", False))
+    return Queries(
+        spark_for(cfg, command),
+        cfg,
+        include_own=getattr(args, "include_own", False),
+        cluster=getattr(args, "cluster", None),
+    )

@@ -10,7 +10,8 @@
     offsetscope group history G [--since 24h]            one row per rebalance: cause, leader,
                                                           members joined and left, moved
 
-Every form takes ``--as-of`` (default now), ``--format table|json|csv``, ``--include-own``
+Every form takes ``--cluster`` (one Kafka cluster's rows; default every cluster's, each row
+naming its cluster), ``--as-of`` (default now), ``--format table|json|csv``, ``--include-own``
 (offsetscope's own consumer groups, left out by default) and ``--env``/``--conf``. A group that
 is unknown (or one of offsetscope's own, without ``--include-own``) exits 1 naming it.
 """
@@ -21,6 +22,7 @@ import argparse
 from typing import Any
 
 from offsetscope.cli.common import (
+    cluster_arg,
     env_args,
     fail,
     format_arg,
@@ -35,6 +37,7 @@ def _common(parser: argparse.ArgumentParser, since: str = "24h") -> None:
     env_args(parser)
     format_arg(parser)
     window_args(parser, since)
+    cluster_arg(parser)
     parser.add_argument(
         "--include-own", action="store_true", help="include offsetscope's own consumer groups"
     )

@@ -3,6 +3,7 @@
 ::
 
     offsetscope metrics serve [--host 127.0.0.1] [--port 9308] [--interval 30s] [--include-own]
+                              [--cluster NAME]
 
 Reads the tables every ``--interval`` and serves the last reading at ``/metrics`` until stopped
 (SIGINT or SIGTERM). ``docs/operations.md`` lists the metrics and their kminion, Burrow and
@@ -17,7 +18,7 @@ import threading
 from typing import Any
 
 from offsetscope import config
-from offsetscope.cli.common import env_args, positive_int, queries_for
+from offsetscope.cli.common import cluster_arg, env_args, positive_int, queries_for
 
 
 def _interval(text: str) -> float:
@@ -41,6 +42,7 @@ def register(subparsers: Any) -> None:
         "--include-own", action="store_true", help="include offsetscope's own consumer groups"
     )
     env_args(serve)
+    cluster_arg(serve)
     serve.set_defaults(handler=run)
 
 

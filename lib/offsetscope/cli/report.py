@@ -2,8 +2,8 @@
 
 ::
 
-    offsetscope report --group G [--since 24h] [--as-of TIME] --out report.html
-    offsetscope report [--since 24h] [--as-of TIME] --out cluster.html
+    offsetscope report --group G [--since 24h] [--as-of TIME] [--cluster NAME] --out report.html
+    offsetscope report [--since 24h] [--as-of TIME] [--cluster NAME] --out cluster.html
 
 A group's page: its rebalances with their causes, its member sessions, its lag in records and
 seconds, its transactions (:mod:`offsetscope.ops.report`); the cluster's page: groups by
@@ -17,7 +17,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from offsetscope.cli.common import env_args, fail, queries_for, window_args, window_of
+from offsetscope.cli.common import (
+    cluster_arg,
+    env_args,
+    fail,
+    queries_for,
+    window_args,
+    window_of,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -30,6 +37,7 @@ def register(subparsers: Any) -> None:
     )
     env_args(parser)
     window_args(parser)
+    cluster_arg(parser)
     parser.set_defaults(handler=run)
 
 

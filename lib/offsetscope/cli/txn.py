@@ -14,6 +14,7 @@ import argparse
 from typing import Any
 
 from offsetscope.cli.common import (
+    cluster_arg,
     env_args,
     format_arg,
     print_rows,
@@ -34,6 +35,7 @@ def register(subparsers: Any) -> None:
         env_args(parser)
         format_arg(parser)
         window_args(parser)
+        cluster_arg(parser)
     listing.set_defaults(handler=_list)
     sub.choices["hanging"].set_defaults(handler=_hanging)
 

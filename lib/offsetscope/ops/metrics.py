@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from offsetscope import config
 from offsetscope.ops.queries import Queries, Window
 
 PREFIX = "offsetscope_kafka_consumer_group"
@@ -37,29 +38,32 @@ class MetricName:
     labels: tuple[str, ...]
 
 
-GROUP = ("group_id",)
-PARTITION = ("group_id", "topic_name", "partition_id")
+# Group ids and transactional ids are unique within a cluster only: every group's and
+# transaction's metric names its cluster first (Burrow's label is also "cluster").
+GROUP = ("cluster", "group_id")
+PARTITION = ("cluster", "group_id", "topic_name", "partition_id")
 METRICS = {
     m.name: m
     for m in (
         MetricName(f"{PREFIX}_info", "1 if the group is Stable, else 0; labels carry its state",
-                   ("group_id", "state", "protocol", "protocol_type", "kind")),
+                   ("cluster", "group_id", "state", "protocol", "protocol_type", "kind")),
         MetricName(f"{PREFIX}_members", "members of the group now", GROUP),
         MetricName(f"{PREFIX}_generation", "current generation (classic) or group epoch", GROUP),
         MetricName(f"{PREFIX}_rebalances", "rebalances in the window before the refresh",
-                   ("group_id", "window")),
+                   ("cluster", "group_id", "window")),
         MetricName(f"{PREFIX}_topic_partition_lag", "lag in records (end offset - committed)",
                    PARTITION),
         MetricName(f"{PREFIX}_topic_partition_lag_seconds",
                    "how long ago the committed offset was the end of the log", PARTITION),
         MetricName(f"{PREFIX}_topic_partition_offset", "committed offset", PARTITION),
         MetricName(f"{PREFIX}_topic_lag", "lag in records summed over the topic's partitions",
-                   ("group_id", "topic_name")),
+                   ("cluster", "group_id", "topic_name")),
         MetricName(f"{PREFIX}_lag_seconds_max", "largest lag in seconds of any partition", GROUP),
         MetricName("offsetscope_kafka_transactions_hanging",
-                   "transactions open longer than their timeout", ()),
+                   "transactions open longer than their timeout", ("cluster",)),
         MetricName("offsetscope_kafka_transaction_open_seconds",
-                   "how long each hanging transaction has been open", ("transactional_id",)),
+                   "how long each hanging transaction has been open",
+                   ("cluster", "transactional_id")),
         MetricName("offsetscope_ingest_last_batch_age_seconds",
                    "seconds since the ingest query's last micro-batch finished", ("query",)),
         MetricName("offsetscope_ingest_event_delay_seconds",
@@ -83,25 +87,25 @@ def snapshot(queries: Queries, now_ms: int, refresh_seconds: float = 0.0) -> lis
     window = Window(now_ms - DAY_MS, now_ms)
     families = {name: _gauge(name) for name in METRICS}
     for g in queries.groups(window).dicts():
-        gid = str(g["group_id"])
+        gid = [str(g["cluster"]), str(g["group_id"])]
         state = str(g["state"])
         families[f"{PREFIX}_info"].add_metric(
-            [gid, state, str(g["protocol"] or ""), str(g["protocol_type"] or ""), str(g["kind"])],
+            [*gid, state, str(g["protocol"] or ""), str(g["protocol_type"] or ""), str(g["kind"])],
             1.0 if state == "Stable" else 0.0,
         )
-        families[f"{PREFIX}_members"].add_metric([gid], float(g["members"] or 0))
+        families[f"{PREFIX}_members"].add_metric(gid, float(g["members"] or 0))
         if g["generation"] is not None:
-            families[f"{PREFIX}_generation"].add_metric([gid], float(g["generation"]))
-        families[f"{PREFIX}_rebalances"].add_metric([gid, "1h"], float(g["rebalances_1h"]))
-        families[f"{PREFIX}_rebalances"].add_metric([gid, "24h"], float(g["rebalances_24h"]))
+            families[f"{PREFIX}_generation"].add_metric(gid, float(g["generation"]))
+        families[f"{PREFIX}_rebalances"].add_metric([*gid, "1h"], float(g["rebalances_1h"]))
+        families[f"{PREFIX}_rebalances"].add_metric([*gid, "24h"], float(g["rebalances_24h"]))
         if g["max_lag_seconds"] is not None:
-            families[f"{PREFIX}_lag_seconds_max"].add_metric([gid], float(g["max_lag_seconds"]))
-    topics: dict[tuple[str, str], float] = {}
+            families[f"{PREFIX}_lag_seconds_max"].add_metric(gid, float(g["max_lag_seconds"]))
+    topics: dict[tuple[str, str, str], float] = {}
     for r in queries.lag(None, window).dicts():
-        labels = [str(r["group_id"]), str(r["topic"]), str(r["partition"])]
+        labels = [str(r["cluster"]), str(r["group_id"]), str(r["topic"]), str(r["partition"])]
         if r["lag_records"] is not None:
             families[f"{PREFIX}_topic_partition_lag"].add_metric(labels, float(r["lag_records"]))
-            key = (labels[0], labels[1])
+            key = (labels[0], labels[1], labels[2])
             topics[key] = topics.get(key, 0.0) + float(r["lag_records"])
         if r["lag_seconds"] is not None:
             families[f"{PREFIX}_topic_partition_lag_seconds"].add_metric(
@@ -110,14 +114,20 @@ def snapshot(queries: Queries, now_ms: int, refresh_seconds: float = 0.0) -> lis
         families[f"{PREFIX}_topic_partition_offset"].add_metric(
             labels, float(r["committed_offset"])
         )
-    for (gid, topic), lag in sorted(topics.items()):
-        families[f"{PREFIX}_topic_lag"].add_metric([gid, topic], lag)
+    for (cluster_name, group_id, topic), lag in sorted(topics.items()):
+        families[f"{PREFIX}_topic_lag"].add_metric([cluster_name, group_id, topic], lag)
     hanging = queries.hanging(window).dicts()
-    families["offsetscope_kafka_transactions_hanging"].add_metric([], float(len(hanging)))
+    # Every cluster of the deployment has a count, 0 included (a series that disappears at 0
+    # is not an alert that resolves).
+    chosen = config.clusters(queries.cfg) if queries.cluster is None else [queries.cluster]
+    per_cluster = dict.fromkeys(chosen, 0)
     for t in hanging:
+        per_cluster[str(t["cluster"])] = per_cluster.get(str(t["cluster"]), 0) + 1
         families["offsetscope_kafka_transaction_open_seconds"].add_metric(
-            [str(t["transactional_id"])], float(t["open_ms"]) / 1000.0
+            [str(t["cluster"]), str(t["transactional_id"])], float(t["open_ms"]) / 1000.0
         )
+    for cluster_name, n in sorted(per_cluster.items()):
+        families["offsetscope_kafka_transactions_hanging"].add_metric([cluster_name], float(n))
     for q in queries.ingest().dicts():
         if q["finished_at"] is not None:
             families["offsetscope_ingest_last_batch_age_seconds"].add_metric(

@@ -7,6 +7,10 @@ turns them into gauges. Where a view answers the question (``offsetscope.spark.t
 its own SELECT runs with the window's moment in place of ``current_timestamp()``, so a report of
 a log copied off a broker last week asks "the last hour" of that log, and the view and the
 command never disagree. offsetscope's own consumer groups are left out unless ``include_own``.
+
+Group ids and transactional ids are unique within a cluster only: with ``cluster`` the answers
+are that cluster's, and every join between tables matches the cluster too, so two clusters'
+groups of the same id never meet.
 """
 
 from __future__ import annotations
@@ -84,12 +88,28 @@ class Queries:
         spark: the session.
         cfg: table names and the own-group prefix.
         include_own: keep offsetscope's own consumer groups in the answers.
+        cluster: only this cluster's rows (default: every cluster's).
     """
 
-    def __init__(self, spark: SparkSession, cfg: Config, *, include_own: bool = False) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        cfg: Config,
+        *,
+        include_own: bool = False,
+        cluster: str | None = None,
+    ) -> None:
         self.spark = spark
         self.cfg = cfg
         self.include_own = include_own
+        self.cluster = cluster
+
+    def _in_cluster(self, alias: str = "") -> str:
+        """A SQL condition: the row (of ``alias``) is of the chosen cluster."""
+        if self.cluster is None:
+            return "true"
+        column = f"{alias}.cluster" if alias else "cluster"
+        return f"{column} = {_quote(self.cluster)}"
 
     def _t(self, logical: str) -> str:
         return catalogue.table_name(self.cfg, logical)
@@ -107,11 +127,12 @@ class Queries:
 
     def groups(self, w: Window, state: str | None = None) -> Rows:
         """Every group: state, members, rebalances in the hour and day before ``w``, lag."""
-        where = f"WHERE lower(state) = lower({_quote(state)})" if state else ""
+        where = f"AND lower(state) = lower({_quote(state)})" if state else ""
         return run(
             self.spark,
-            f"SELECT * FROM ({self._view('group_overview', w)}) {where} "
-            "ORDER BY rebalances_1h DESC, rebalances_24h DESC, group_id",
+            f"SELECT * FROM ({self._view('group_overview', w)}) "
+            f"WHERE {self._in_cluster()} {where} "
+            "ORDER BY rebalances_1h DESC, rebalances_24h DESC, group_id, cluster",
         )
 
     def group(self, group_id: str, w: Window) -> Rows:
@@ -119,7 +140,7 @@ class Queries:
         return run(
             self.spark,
             f"SELECT * FROM ({self._view('group_overview', w)}) "
-            f"WHERE group_id = {_quote(group_id)}",
+            f"WHERE group_id = {_quote(group_id)} AND {self._in_cluster()} ORDER BY cluster",
         )
 
     def describe(self, group_id: str, w: Window) -> Rows:
@@ -129,20 +150,22 @@ class Queries:
         return run(
             self.spark,
             f"""WITH owners AS (
-  SELECT a.topic, a.`partition`, a.member_id, a.client_id, a.client_host
+  SELECT a.cluster, a.topic, a.`partition`, a.member_id, a.client_id, a.client_host
   FROM {pa} a JOIN {gc} c
-    ON a.group_id = c.group_id AND a.group_life = c.group_life
+    ON a.cluster <=> c.cluster AND a.group_id = c.group_id AND a.group_life = c.group_life
    AND a.generation = c.generation AND NOT c.deleted AND c.member_count > 0
-  WHERE a.group_id = {_quote(group_id)})
-SELECT l.group_id AS `GROUP`, l.topic AS TOPIC, l.`partition` AS `PARTITION`,
+  WHERE a.group_id = {_quote(group_id)} AND {self._in_cluster("a")})
+SELECT l.cluster AS CLUSTER, l.group_id AS `GROUP`, l.topic AS TOPIC,
+       l.`partition` AS `PARTITION`,
        l.committed_offset AS `CURRENT-OFFSET`, l.end_offset AS `LOG-END-OFFSET`,
        l.lag_records AS LAG, round(l.lag_seconds, 1) AS `LAG-SECONDS`,
        coalesce(o.member_id, '-') AS `CONSUMER-ID`, coalesce(o.client_host, '-') AS HOST,
        coalesce(o.client_id, '-') AS `CLIENT-ID`
 FROM ({self._view("current_lag", w)}) l
-LEFT JOIN owners o ON o.topic = l.topic AND o.`partition` = l.`partition`
-WHERE l.group_id = {_quote(group_id)}
-ORDER BY TOPIC, `PARTITION`""",
+LEFT JOIN owners o
+  ON o.cluster <=> l.cluster AND o.topic = l.topic AND o.`partition` = l.`partition`
+WHERE l.group_id = {_quote(group_id)} AND {self._in_cluster("l")}
+ORDER BY CLUSTER, TOPIC, `PARTITION`""",
         )
 
     def members(self, group_id: str, w: Window) -> Rows:
@@ -155,27 +178,28 @@ ORDER BY TOPIC, `PARTITION`""",
         return run(
             self.spark,
             f"""WITH parts AS (
-  SELECT a.member_id, count(*) AS n
+  SELECT a.cluster, a.member_id, count(*) AS n
   FROM {pa} a JOIN {gc} c
-    ON a.group_id = c.group_id AND a.group_life = c.group_life AND a.generation = c.generation
-  WHERE a.group_id = {_quote(group_id)}
-  GROUP BY a.member_id)
-SELECT s.group_id AS `GROUP`, s.member_id AS `CONSUMER-ID`,
+    ON a.cluster <=> c.cluster AND a.group_id = c.group_id AND a.group_life = c.group_life
+   AND a.generation = c.generation
+  WHERE a.group_id = {_quote(group_id)} AND {self._in_cluster("a")}
+  GROUP BY a.cluster, a.member_id)
+SELECT s.cluster AS CLUSTER, s.group_id AS `GROUP`, s.member_id AS `CONSUMER-ID`,
        coalesce(s.instance_id, '-') AS `GROUP-INSTANCE-ID`, s.client_host AS HOST,
        s.client_id AS `CLIENT-ID`, coalesce(p.n, 0) AS `#PARTITIONS`, s.joined_at AS JOINED
-FROM {ms} s LEFT JOIN parts p ON p.member_id = s.member_id
-WHERE s.group_id = {_quote(group_id)} AND s.joined_at <= {w.now}
+FROM {ms} s LEFT JOIN parts p ON p.cluster <=> s.cluster AND p.member_id = s.member_id
+WHERE s.group_id = {_quote(group_id)} AND {self._in_cluster("s")} AND s.joined_at <= {w.now}
   AND (s.left_at IS NULL OR s.left_at > {w.now})
-ORDER BY `CLIENT-ID`, `CONSUMER-ID`""",
+ORDER BY CLUSTER, `CLIENT-ID`, `CONSUMER-ID`""",
         )
 
     def lag(self, group_id: str | None, w: Window) -> Rows:
         """Current lag per partition (of one group, or of every group)."""
-        where = f"WHERE group_id = {_quote(group_id)}" if group_id else ""
+        where = f"AND group_id = {_quote(group_id)}" if group_id else ""
         return run(
             self.spark,
-            f"SELECT * FROM ({self._view('current_lag', w)}) {where} "
-            "ORDER BY group_id, topic, `partition`",
+            f"SELECT * FROM ({self._view('current_lag', w)}) WHERE {self._in_cluster()} {where} "
+            "ORDER BY group_id, cluster, topic, `partition`",
         )
 
     def generations(self, group_id: str, w: Window) -> Rows:
@@ -184,7 +208,7 @@ ORDER BY `CLIENT-ID`, `CONSUMER-ID`""",
         gg = self._t("group_generations")
         return run(
             self.spark,
-            f"""SELECT group_life, generation,
+            f"""SELECT cluster, group_life, generation,
        coalesce(join_completed_at, stored_at) AS at, kind, protocol,
        {catalogue.REBALANCE_CAUSE} AS cause,
        {catalogue.LEADER_CLIENT} AS leader,
@@ -194,10 +218,10 @@ ORDER BY `CLIENT-ID`, `CONSUMER-ID`""",
        size(members_left) AS left,
        static_replacements, partitions_moved, rebalances
 FROM {gg}
-WHERE group_id = {_quote(group_id)}
+WHERE group_id = {_quote(group_id)} AND {self._in_cluster()}
   AND coalesce(join_completed_at, stored_at) > {w.since}
   AND coalesce(join_completed_at, stored_at) <= {w.now}
-ORDER BY group_life, generation""",
+ORDER BY cluster, group_life, generation""",
         )
 
     def sessions(self, group_id: str, w: Window) -> Rows:
@@ -208,7 +232,7 @@ ORDER BY group_life, generation""",
             f"""SELECT member_id, instance_id, client_id, client_host, joined_at, left_at,
        end_reason, replaces, replaced_by, first_generation, last_generation
 FROM {ms}
-WHERE group_id = {_quote(group_id)} AND joined_at <= {w.now}
+WHERE group_id = {_quote(group_id)} AND {self._in_cluster()} AND joined_at <= {w.now}
   AND (left_at IS NULL OR left_at > {w.since})
 ORDER BY joined_at, client_id, member_id""",
         )
@@ -220,8 +244,8 @@ ORDER BY joined_at, client_id, member_id""",
             self.spark,
             f"""SELECT topic, `partition`, as_of, lag_records, lag_seconds
 FROM {pl}
-WHERE group_id = {_quote(group_id)} AND as_of > {w.since} AND as_of <= {w.now}
-  AND as_of_date >= to_date({w.since})
+WHERE group_id = {_quote(group_id)} AND {self._in_cluster()}
+  AND as_of > {w.since} AND as_of <= {w.now} AND as_of_date >= to_date({w.since})
 ORDER BY topic, `partition`, as_of""",
         )
 
@@ -230,7 +254,8 @@ ORDER BY topic, `partition`, as_of""",
         return run(
             self.spark,
             f"SELECT at, event, generation, detail FROM ({self._view('group_timeline', w)}) "
-            f"WHERE group_id = {_quote(group_id)} AND at > {w.since} ORDER BY at, event",
+            f"WHERE group_id = {_quote(group_id)} AND {self._in_cluster()} AND at > {w.since} "
+            "ORDER BY at, event",
         )
 
     # ------------------------------------------------------------------ transactions
@@ -241,31 +266,35 @@ ORDER BY topic, `partition`, as_of""",
         """Transactions that began in the window; with ``group_id``, those that committed
         offsets for the group (``sendOffsetsToTransaction``)."""
         tx, oc = self._t("transactions"), self._t("offset_commits")
-        conditions = [f"t.started_at > {w.since}", f"t.started_at <= {w.now}"]
+        conditions = [
+            f"t.started_at > {w.since}",
+            f"t.started_at <= {w.now}",
+            self._in_cluster("t"),
+        ]
         if outcome:
             conditions.append(f"t.outcome = {_quote(outcome)}")
         if group_id:
             conditions.append(
-                f"t.producer_id IN (SELECT DISTINCT producer_id FROM {oc} "
+                f"(t.cluster, t.producer_id) IN (SELECT DISTINCT cluster, producer_id FROM {oc} "
                 f"WHERE transactional AND group_id = {_quote(group_id)} "
                 f"AND record_date >= to_date({w.since}))"
             )
         return run(
             self.spark,
-            f"""SELECT t.transactional_id, t.producer_id, t.producer_epoch, t.outcome,
+            f"""SELECT t.cluster, t.transactional_id, t.producer_id, t.producer_epoch, t.outcome,
        coalesce(t.end_reason, '-') AS end_reason, t.started_at, t.completed_at,
        t.duration_ms, t.timeout_ms, t.partition_count, t.timed_out, t.fenced
 FROM {tx} t
 WHERE {" AND ".join(conditions)}
-ORDER BY t.started_at, t.transactional_id""",
+ORDER BY t.started_at, t.transactional_id, t.cluster""",
         )
 
     def hanging(self, w: Window) -> Rows:
         """Transactions open past their timeout at ``w`` (the ``hanging_transactions`` view)."""
         return run(
             self.spark,
-            f"SELECT * FROM ({self._view('hanging_transactions', w)}) "
-            "ORDER BY open_ms DESC, transactional_id",
+            f"SELECT * FROM ({self._view('hanging_transactions', w)}) WHERE {self._in_cluster()} "
+            "ORDER BY open_ms DESC, transactional_id, cluster",
         )
 
     # ------------------------------------------------------------------ the whole cluster

@@ -47,7 +47,9 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from offsetscope import clusters, config
 from offsetscope.clock import Clock, SystemClock
+from offsetscope.clusters import StateKey
 from offsetscope.config import Config, is_own_group
 from offsetscope.history import batch as step
 from offsetscope.history import lag as lag_history
@@ -137,11 +139,13 @@ class BatchReport:
 
 @dataclass(slots=True)
 class Batch:
-    """Working data of one micro-batch on the driver."""
+    """Working data of one micro-batch of one cluster on the driver: the clusters of a batch
+    share its timings, its writes and the states it saves (the same objects)."""
 
     batch_id: int
     spark: SparkSession
     started_ms: int
+    cluster: str
     timings: Timings = field(default_factory=Timings)
     tasks: list[Write] = field(default_factory=list)
     folded: dict[str, int] = field(default_factory=dict)
@@ -157,10 +161,10 @@ class IngestPipeline:
     Args:
         cfg: the configuration.
         query_name: the query (idempotency app ids, audit rows); default ``[pipeline]``'s.
-        source_kind: ``kafka`` or ``segments``; default ``[sources] kind``.
+        source_kind: ``kafka`` or ``segments``; default the clusters' ``kind``.
         clock: wall clock for ``ingested_at`` and Kafka end-offset samples.
-        sampler: end-offset sampler; default from the source kind (``None`` with
-            ``sample_end_offsets = false``).
+        sampler: end-offset sampler of a single-cluster configuration; default one per cluster
+            from the source kind (none with ``sample_end_offsets = false``).
         progress: called with each batch's report.
         log_dir: the segment source's log directory, when not ``[sources.segments]``'s.
     """
@@ -178,30 +182,56 @@ class IngestPipeline:
     ) -> None:
         self.cfg = cfg
         self.query_name = query_name or cfg.pipeline.query_name
-        self.kind = source_kind or cfg.sources.kind
+        found = config.clusters(cfg)
+        self.clusters = tuple(found)
+        self.kind = source_kind or next(iter(found.values())).kind
         self.clock: Clock = clock or SystemClock()
         self.progress = progress
         self.reports: list[BatchReport] = []
         self.markers_visible = self.kind == sources.SEGMENTS
-        self.read_committed_source = (
-            self.kind == sources.KAFKA and cfg.sources.kafka.isolation_level == "read_committed"
-        )
+        self.read_committed_source = {
+            name: self.kind == sources.KAFKA and c.kafka.isolation_level == "read_committed"
+            for name, c in found.items()
+        }
         # A query that reads its partitions from their beginning (a log directory, or a Kafka
         # source starting at "earliest") knows that offsets below the first record it reads of a
         # partition existed and are gone -- deleted by retention or compacted away before it
         # started -- and counts them as not seen. One started "latest" or at given offsets
         # skipped them by choice, and does not.
-        self.reads_from_start = self.kind == sources.SEGMENTS or (
-            self.kind == sources.KAFKA and cfg.sources.kafka.starting_offsets == "earliest"
-        )
-        self.sampler = sampler
-        if sampler is None and cfg.pipeline.sample_end_offsets:
-            self.sampler = lagmod.default_sampler(cfg, self.kind, self.clock, log_dir)
+        self.reads_from_start = {
+            name: self.kind == sources.SEGMENTS
+            or (self.kind == sources.KAFKA and c.kafka.starting_offsets == "earliest")
+            for name, c in found.items()
+        }
+        # Each cluster's end offsets come from its own brokers or log directory.
+        self.samplers: dict[str, lagmod.EndOffsetSampler] = {}
+        if sampler is not None:
+            if len(found) > 1:
+                raise ValueError("one sampler for several clusters: let each have its own")
+            self.samplers = {self.clusters[0]: sampler}
+        elif cfg.pipeline.sample_end_offsets:
+            self.samplers = {
+                name: lagmod.default_sampler(
+                    config.for_cluster(cfg, name), self.kind, self.clock, log_dir
+                )
+                for name in self.clusters
+            }
         self.writer = BatchWriter(cfg, self.query_name, self.clock)
         # The fold states this query read or wrote (None: known to have none). The table stays
         # the source of truth: a key is read from it the first time this query needs it, and
         # the mirror takes a batch's states only once that batch saved them.
-        self._states: dict[tuple[str, str], st.StateRow | None] = {}
+        self._states: dict[StateKey, st.StateRow | None] = {}
+
+    @property
+    def sampler(self) -> lagmod.EndOffsetSampler | None:
+        """The end-offset sampler of a single-cluster configuration."""
+        return next(iter(self.samplers.values()), None)
+
+    def close(self) -> None:
+        """Drop the samplers: py4j keeps the batch function (and so this pipeline) alive after
+        the query ends, and a sampler's AdminClient would go on reconnecting to a cluster
+        nobody reads."""
+        self.samplers = {}
 
     # ------------------------------------------------------------------ the batch
 
@@ -209,7 +239,7 @@ class IngestPipeline:
         """The ``foreachBatch`` function."""
         spark = batch_df.sparkSession
         started = time.monotonic()
-        b = Batch(batch_id, spark, self.clock.now_ms())
+        shared = Batch(batch_id, spark, self.clock.now_ms(), "")
         # One source partition per topic partition (50 of __consumer_offsets by default) would
         # make every stage of the batch -- the decode's Python tasks, each append's files --
         # 50 tasks or files however few records arrived; the batch works in as many partitions
@@ -217,69 +247,107 @@ class IngestPipeline:
         raw = batch_df.coalesce(self.cfg.spark.shuffle_partitions).persist(
             StorageLevel.MEMORY_AND_DISK
         )
-        decoded: DataFrame | None = None
+        decoded: list[DataFrame] = []
         try:
-            with b.timings.timed("read"):
-                stats = frames.source_stats(raw)
+            with shared.timings.timed("read"):
+                stats = frames.source_stats(raw, clustered=sources.CLUSTER in raw.columns)
             rows_in = sum(int(s["records"]) for s in stats)
             if rows_in == 0:
                 return
-            decoded = dec.decode(raw).persist(StorageLevel.MEMORY_AND_DISK)
-            with b.timings.timed("decode"):
-                found = {
-                    r["kind"]: int(r["count"]) for r in decoded.groupBy("kind").count().collect()
-                }
-            counts = dec.kind_counts(rows_in, found)
+            counts: dict[str, int] = defaultdict(int)
+            folded: dict[str, int] = defaultdict(int)
+            not_seen = 0
+            partitions: list[dict[str, Any]] = []
+            # Each cluster's records are decoded and folded apart: its fold states, its lag,
+            # its rows. Their writes are queued together, one write per table for the batch.
+            for cluster, cluster_stats in self._by_cluster(stats).items():
+                b = dataclasses.replace(shared, cluster=cluster, folded={}, loaded={})
+                own = raw if len(self.clusters) == 1 else _of_cluster(raw, cluster)
+                part = dec.decode(own).persist(StorageLevel.MEMORY_AND_DISK)
+                decoded.append(part)
+                cluster_in = sum(int(s["records"]) for s in cluster_stats)
+                with b.timings.timed("decode"):
+                    found = {
+                        r["kind"]: int(r["count"]) for r in part.groupBy("kind").count().collect()
+                    }
+                cluster_counts = dec.kind_counts(cluster_in, found)
+                self._bronze_and_silver(b, own, part, cluster_in, cluster_counts)
+                positions, txn_rows = self._gold(b, part, cluster_counts, cluster_stats)
+                if cluster in self.samplers:
+                    with b.timings.timed("lag"):
+                        self._lag(b, positions, txn_rows, _read_up_to(cluster_stats))
+                cluster_not_seen, cluster_partitions = self._source_progress(b, cluster_stats)
+                not_seen += cluster_not_seen
+                partitions.extend(cluster_partitions)
+                for kind, n in cluster_counts.items():
+                    counts[kind] += n
+                for fold, n in b.folded.items():
+                    folded[fold] += n
             event_time = max(
                 (int(s["max_ts"]) for s in stats if s["max_ts"] is not None), default=None
             )
-            self._bronze_and_silver(b, raw, decoded, rows_in, counts)
-            positions, txn_rows = self._gold(b, decoded, counts, stats)
-            if self.sampler is not None:
-                with b.timings.timed("lag"):
-                    self._lag(b, positions, txn_rows, _read_up_to(stats))
-            not_seen, partitions = self._source_progress(b, stats)
-            written = self.writer.run(spark, batch_id, b.tasks, b.timings)
-            b.new_states.append(
+            written = self.writer.run(
+                spark, batch_id, BatchWriter.combine(shared.tasks), shared.timings
+            )
+            shared.new_states.append(
                 lease.lease_row(self.cfg, self.query_name, batch_id, self.clock.now_ms())
             )
-            with b.timings.timed("save state"):
+            with shared.timings.timed("save state"):
                 st.save(
                     spark,
                     self.cfg,
-                    b.new_states,
+                    shared.new_states,
                     query_name=self.query_name,
                     batch_id=batch_id,
-                    now_ms=b.started_ms,
+                    now_ms=shared.started_ms,
                 )
-            for row in b.new_states:
-                self._states[(row.fold, row.key)] = row
+            for row in shared.new_states:
+                self._states[StateKey(row.cluster, row.fold, row.key)] = row
             report = BatchReport(
                 self.query_name,
                 batch_id,
                 rows_in,
-                counts,
+                dict(counts),
                 written,
-                dict(b.folded),
+                dict(folded),
                 not_seen,
                 event_time,
                 time.monotonic() - started,
-                dict(b.timings.seconds),
+                dict(shared.timings.seconds),
             )
-            self._audit(b, report, partitions)
+            self._audit(shared, report, partitions)
         finally:
-            if decoded is not None:
-                decoded.unpersist()
+            for part in decoded:
+                part.unpersist()
             raw.unpersist()
         self.reports.append(report)
         if self.progress is not None:
             self.progress(report)
 
+    def _by_cluster(self, stats: Sequence[Any]) -> dict[str, list[Any]]:
+        """The batch's source partitions per cluster (a source without a cluster column: the
+        one cluster of a single-cluster configuration)."""
+        out: dict[str, list[Any]] = defaultdict(list)
+        for s in stats:
+            try:
+                cluster = s[sources.CLUSTER]
+            except (KeyError, ValueError):  # a Row without the field raises ValueError
+                cluster = None
+            if cluster is None:
+                if len(self.clusters) > 1:
+                    raise ValueError("the source rows of several clusters must name theirs")
+                cluster = self.clusters[0]
+            out[cluster].append(s)
+        return dict(out)
+
     def _bronze_and_silver(
         self, b: Batch, raw: DataFrame, decoded: DataFrame, rows_in: int, counts: Mapping[str, int]
     ) -> None:
         BatchWriter.append(
-            b.tasks, "raw_records", frames.bronze_frame(raw, b.batch_id, b.started_ms), rows_in
+            b.tasks,
+            "raw_records",
+            frames.bronze_frame(raw, b.batch_id, b.started_ms, b.cluster),
+            rows_in,
         )
         per_table = {
             "group_metadata_events": counts["group_metadata"],
@@ -288,7 +356,10 @@ class IngestPipeline:
             "control_records": counts["control"],
             "quarantine": counts[dec.ERROR] + counts[dec.UNKNOWN],
         }
-        batch = {"ingest_batch_id": F.lit(b.batch_id).cast("bigint")}
+        batch = {
+            "ingest_batch_id": F.lit(b.batch_id).cast("bigint"),
+            catalogue.CLUSTER: F.lit(b.cluster),
+        }
         for table in catalogue.SILVER_TABLES:
             n = per_table[table.logical]
             if n:
@@ -312,7 +383,7 @@ class IngestPipeline:
         if counts["offset_commit"]:
             with b.timings.timed("commit summary"):
                 plain = frames.collect_plain_commits(
-                    decoded, read_committed_source=self.read_committed_source
+                    decoded, read_committed_source=self.read_committed_source[b.cluster]
                 )
                 summary, positions = summarize(plain, routed.tombstones)
             if plain.num_rows:
@@ -320,7 +391,7 @@ class IngestPipeline:
                 BatchWriter.append(
                     b.tasks,
                     "offset_commits",
-                    lambda: writes.ms_table("offset_commits", plain),
+                    lambda: writes.ms_table("offset_commits", plain, cluster=b.cluster),
                     plain.num_rows,
                 )
         offsets_partitions = (
@@ -348,15 +419,19 @@ class IngestPipeline:
             )
         b.folded.update(folded.folded)
         for (fold_name, key), state in folded.states.items():
-            b.new_states.append(st.StateRow(fold_name, key, state.to_json(), state.last_offset))
+            b.new_states.append(
+                st.StateRow(fold_name, key, state.to_json(), state.last_offset, b.cluster)
+            )
         out = folded.outputs
         b.transactions = out.transactions
-        BatchWriter.merge_rows(b.tasks, "offset_commits", out.offset_commits, prune_dates=True)
+        BatchWriter.merge_rows(
+            b.tasks, "offset_commits", out.offset_commits, b.cluster, prune_dates=True
+        )
         for name, logical in _GOLD:
             rows = getattr(out, name)
             if logical == "groups_current":
                 rows = self._label_own(rows)
-            BatchWriter.merge_rows(b.tasks, logical, rows)
+            BatchWriter.merge_rows(b.tasks, logical, rows, b.cluster)
         return positions, out.offset_commits
 
     def _label_own(self, rows: Sequence[GroupCurrentRow]) -> list[GroupCurrentRow]:
@@ -371,19 +446,19 @@ class IngestPipeline:
         self, b: Batch, wanted: Mapping[str, Sequence[str]]
     ) -> dict[tuple[str, str], st.StateRow]:
         missing = {
-            fold: [k for k in keys if (fold, k) not in self._states]
+            fold: [k for k in keys if StateKey(b.cluster, fold, k) not in self._states]
             for fold, keys in wanted.items()
         }
         if any(missing.values()):
             with b.timings.timed("load state"):
-                found = st.load(b.spark, self.cfg, missing)
+                found = st.load(b.spark, self.cfg, missing, cluster=b.cluster)
             for fold, absent in missing.items():
                 for k in absent:
-                    self._states[(fold, k)] = found.get((fold, k))
+                    self._states[StateKey(b.cluster, fold, k)] = found.get((fold, k))
         out: dict[tuple[str, str], st.StateRow] = {}
         for fold, keys in wanted.items():
             for k in keys:
-                row = self._states.get((fold, k))
+                row = self._states.get(StateKey(b.cluster, fold, k))
                 if row is not None:
                     out[(fold, k)] = row
         return out
@@ -397,8 +472,9 @@ class IngestPipeline:
         txn_rows: Sequence[OffsetCommitRow],
         event_time: int | None,
     ) -> None:
-        if self.sampler is None:
-            raise RuntimeError("lag needs an end-offset sampler")
+        sampler = self.samplers.get(b.cluster)
+        if sampler is None:
+            raise RuntimeError(f"lag needs an end-offset sampler (cluster {b.cluster})")
         updates: dict[tuple[str, int], list[Position]] = defaultdict(list)
         for topic, partition, position in positions:
             updates[(topic, partition)].append(position)
@@ -411,8 +487,10 @@ class IngestPipeline:
         tracked = set(json.loads(tracked_row.state)) if tracked_row else set()
         topics = tracked | {t for t, _ in updates}
         if topics != tracked:
-            b.new_states.append(st.StateRow(st.SAMPLER, "topics", json.dumps(sorted(topics)), None))
-        samples = self.sampler.sample(topics, event_time)
+            b.new_states.append(
+                st.StateRow(st.SAMPLER, "topics", json.dumps(sorted(topics)), None, b.cluster)
+            )
+        samples = sampler.sample(topics, event_time)
         keys = {lagmod.partition_key(t, p) for t, p in updates} | {
             lagmod.partition_key(s.topic, s.partition) for s in samples
         }
@@ -442,7 +520,9 @@ class IngestPipeline:
             current = lagmod.update_positions(before, updates.get(tp, ()))
             if current is not before:
                 b.new_states.append(
-                    st.StateRow(st.POSITIONS, key, lagmod.positions_to_json(current), None)
+                    st.StateRow(
+                        st.POSITIONS, key, lagmod.positions_to_json(current), None, b.cluster
+                    )
                 )
             hist_row = more.get((st.SAMPLES, key))
             history = lagmod.samples_from_json(tp[0], tp[1], hist_row.state if hist_row else None)
@@ -463,12 +543,14 @@ class IngestPipeline:
                     history,
                     fresh,
                     self.cfg.pipeline.read_committed_groups,
-                    self.sampler.record_time,
+                    sampler.record_time,
                     self.cfg.pipeline.read_uncommitted_groups,
                 )
             )
             b.new_states.append(
-                st.StateRow(st.SAMPLES, key, lagmod.samples_to_json([*history, *fresh]), None)
+                st.StateRow(
+                    st.SAMPLES, key, lagmod.samples_to_json([*history, *fresh]), None, b.cluster
+                )
             )
             watch_row = more.get((st.LSO, key))
             watch = stuck.LsoWatch.from_json(watch_row.state) if watch_row else None
@@ -477,7 +559,7 @@ class IngestPipeline:
                 sorted(fresh, key=lambda s: s.sampled_at),
                 bound_ms=self.cfg.pipeline.stuck_lso_bound.ms,
                 open_transactions=open_transactions,
-                producers=self.sampler.producers(*tp),
+                producers=sampler.producers(*tp),
                 positions={
                     g: o
                     for g, o, at in zip(current.groups, current.offsets, current.at, strict=True)
@@ -487,13 +569,13 @@ class IngestPipeline:
             )
             stuck_rows.extend(rows)
             if after is not None and after != watch:
-                b.new_states.append(st.StateRow(st.LSO, key, after.to_json(), None))
-        BatchWriter.merge_rows(b.tasks, "stuck_partitions", stuck_rows)
+                b.new_states.append(st.StateRow(st.LSO, key, after.to_json(), None, b.cluster))
+        BatchWriter.merge_rows(b.tasks, "stuck_partitions", stuck_rows, b.cluster)
         if new_samples:
             BatchWriter.append(
                 b.tasks,
                 "end_offsets",
-                lambda: writes.rows_table("end_offsets", new_samples),
+                lambda: writes.rows_table("end_offsets", new_samples, cluster=b.cluster),
                 len(new_samples),
             )
         # pa.concat_tables refuses an empty list.
@@ -502,7 +584,7 @@ class IngestPipeline:
             BatchWriter.append(
                 b.tasks,
                 "partition_lag",
-                lambda: writes.ms_table("partition_lag", lag),
+                lambda: writes.ms_table("partition_lag", lag, cluster=b.cluster),
                 lag.num_rows,
             )
 
@@ -512,7 +594,7 @@ class IngestPipeline:
         mine = {tables.key_of(t): t for t in b.transactions}
         stored = qtables.rows_of(
             b.spark.table(catalogue.table_name(self.cfg, "transactions")).where(
-                F.col("completed_at").isNull()
+                F.col("completed_at").isNull() & (F.col(catalogue.CLUSTER) == F.lit(b.cluster))
             ),
             TransactionRow,
         )
@@ -532,12 +614,15 @@ class IngestPipeline:
             if row is not None and row.last_offset is not None:
                 gap = max(0, first - int(row.last_offset) - 1)
             else:  # the first records this query reads of the partition
-                gap = first if self.reads_from_start else 0
+                gap = first if self.reads_from_start[b.cluster] else 0
             not_seen = gap + (last - first + 1 - records)
             not_seen_total += not_seen
             partitions.append(
                 {
-                    "topic": s["source_topic"],
+                    # A topic of one of several clusters is named with its cluster.
+                    "topic": s["source_topic"]
+                    if len(self.clusters) == 1
+                    else f"{b.cluster}{clusters.SEPARATOR}{s['source_topic']}",
                     "partition": int(s["partition"]),
                     "first_offset": first,
                     "last_offset": last,
@@ -546,7 +631,7 @@ class IngestPipeline:
                 }
             )
             if row is None or row.last_offset is None or last > int(row.last_offset):
-                b.new_states.append(st.StateRow(st.SOURCE, key, "{}", last))
+                b.new_states.append(st.StateRow(st.SOURCE, key, "{}", last, b.cluster))
         return not_seen_total, partitions
 
     def _audit(self, b: Batch, report: BatchReport, partitions: list[dict[str, Any]]) -> None:
@@ -593,6 +678,10 @@ def _read_up_to(stats: Sequence[Any]) -> int | None:
     if offsets:
         return min(offsets)
     return max((int(s["max_ts"]) for s in stats if s["max_ts"] is not None), default=None)
+
+
+def _of_cluster(raw: DataFrame, cluster: str) -> DataFrame:
+    return raw.where(F.col(sources.CLUSTER) == F.lit(cluster))
 
 
 def _source_key(s: Any) -> str:

@@ -31,10 +31,12 @@ LIGHT_KINDS = ("group_metadata", "consumer_group", "transaction_log", "control")
 _LIGHT = f"kind IN {LIGHT_KINDS} OR (kind = 'offset_commit' AND is_transactional)"
 
 
-def source_stats(raw: DataFrame) -> list[Any]:
-    """Per source partition: offsets, record count and timestamps of the batch."""
+def source_stats(raw: DataFrame, *, clustered: bool = False) -> list[Any]:
+    """Per source partition (and cluster, when the rows carry one): offsets, record count and
+    timestamps of the batch."""
+    keys = ["topic", "source_topic", "partition"]
     return (
-        raw.groupBy("topic", "source_topic", "partition")
+        raw.groupBy(*keys, *([catalogue.CLUSTER] if clustered else []))
         .agg(
             F.min("offset").alias("first"),
             F.max("offset").alias("last"),
@@ -46,12 +48,13 @@ def source_stats(raw: DataFrame) -> list[Any]:
     )
 
 
-def bronze_frame(raw: DataFrame, batch_id: int, ingested_at_ms: int) -> DataFrame:
-    """Source rows -> ``raw_records`` rows."""
+def bronze_frame(raw: DataFrame, batch_id: int, ingested_at_ms: int, cluster: str) -> DataFrame:
+    """Source rows of ``cluster`` -> ``raw_records`` rows."""
     spec = catalogue.spec("raw_records")
     extra = {
         "ingest_batch_id": F.lit(batch_id).cast("bigint"),
         "ingested_at": F.timestamp_millis(F.lit(ingested_at_ms)),
+        catalogue.CLUSTER: F.lit(cluster),
     }
     cols = []
     for c in spec.written_columns:

@@ -7,25 +7,34 @@ of segment files, :mod:`offsetscope.spark.sources`) whose ``foreachBatch`` is an
 available (``available_now``) or until it is stopped (``processing_time``). The checkpoint is
 ``<storage.checkpoint_dir>/<query name>``; with the Delta writes' idempotency markers it makes
 a restart continue where the last committed batch ended, writing nothing twice.
+
+Several clusters (``[clusters.<name>]``) are one query over the union of their sources
+(:func:`offsetscope.spark.sources.cluster_stream`). Spark keeps the offsets of a query's
+sources by their position in the plan, so a checkpoint serves the clusters it was made with
+only: the query records them (``fold_state``, fold ``clusters``) and :func:`start` refuses to
+continue a checkpoint of other clusters, naming the way on (``docs/design.md``, "Several
+clusters").
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from offsetscope import paths
-from offsetscope.config import Config
+from offsetscope import config, paths
+from offsetscope.config import ClusterConfig, Config, InvalidConfigError
 from offsetscope.pipelines import lease
+from offsetscope.pipelines import state as st
 from offsetscope.pipelines.batch import BatchReport, IngestPipeline, ProgressCallback
 from offsetscope.pipelines.progress import ProgressPrinter
 from offsetscope.quality import validate as quality
 from offsetscope.secrets import access as secrets_access
-from offsetscope.spark import sources
+from offsetscope.spark import sources, storage
 from offsetscope.spark import tables as catalogue
 
 __all__ = [
@@ -41,6 +50,43 @@ __all__ = [
 def checkpoint_path(cfg: Config, query_name: str) -> str:
     """``<storage.checkpoint_dir>/<query name>``."""
     return str(paths.resolve(cfg.storage.checkpoint_dir).join(query_name))
+
+
+CLUSTERS = "clusters"  # fold_state: per query name, the clusters its checkpoint reads
+
+
+def check_clusters(
+    spark: SparkSession, cfg: Config, query_name: str, *, checkpoint_exists: bool, now_ms: int
+) -> None:
+    """Record the clusters ``query_name`` reads, or refuse a checkpoint made for others.
+
+    Raises:
+        InvalidConfigError: the query's checkpoint exists and was made for other clusters.
+    """
+    now = sorted(config.clusters(cfg))
+    row = st.load(spark, cfg, {CLUSTERS: [query_name]}, cluster=st.DEPLOYMENT).get(
+        (CLUSTERS, query_name)
+    )
+    before = json.loads(row.state) if row is not None else None
+    if before == now:
+        return
+    if before is not None and checkpoint_exists:
+        raise InvalidConfigError(
+            "clusters",
+            f"the checkpoint of query {query_name} reads clusters {', '.join(before)}, the "
+            f"configuration {', '.join(now)}: Spark cannot continue a checkpoint whose sources "
+            "changed. Start a new query ([pipeline] query_name) for the new set of clusters "
+            "(docs/design.md, 'Several clusters')",
+        )
+    st.save(
+        spark,
+        cfg,
+        [st.StateRow(CLUSTERS, query_name, json.dumps(now), None, st.DEPLOYMENT)],
+        query_name=f"{query_name}:{CLUSTERS}",
+        # Its own idempotency id, versioned by the wall clock as a lease's release is.
+        batch_id=now_ms,
+        now_ms=now_ms,
+    )
 
 
 def start(
@@ -76,15 +122,21 @@ def start(
     if cfg.quality.enabled:
         quality.warm_up()  # the first batch's gates would each wait seconds for the import
     catalogue.ensure_tables(spark, cfg)
+    location = checkpoint or checkpoint_path(cfg, name)
     pipe = pipeline or IngestPipeline(cfg, query_name=name, progress=progress, log_dir=log_dir)
-    if pipe.kind == sources.KAFKA:
-        df = sources.kafka_stream(spark, cfg)
-    else:
-        df = sources.segment_stream(spark, cfg, log_dir)
+    # A query whose checkpoint logged offsets has started on its clusters.
+    check_clusters(
+        spark,
+        cfg,
+        name,
+        checkpoint_exists=storage.has_entries(spark, f"{location}/offsets"),
+        now_ms=pipe.clock.now_ms(),
+    )
+    df = sources.cluster_stream(spark, cfg, log_dir)
     writer = (
         df.writeStream.foreachBatch(pipe.process_batch)
         .queryName(name)
-        .option("checkpointLocation", checkpoint or checkpoint_path(cfg, name))
+        .option("checkpointLocation", location)
     )
     if cfg.pipeline.trigger == "processing_time":
         writer = writer.trigger(processingTime=cfg.pipeline.processing_time.spark_interval)
@@ -133,18 +185,9 @@ def run(
     Raises:
         pyspark.errors.StreamingQueryException: a batch failed.
     """
-    k = cfg.sources.kafka
-    # On a cluster, a failure for lack of an ACL or a rejected login is re-raised naming what
-    # is missing (docs/security.md), and no error text carries a secret.
-    access = (
-        secrets_access.kafka_access(
-            k, "ingesting the internal topics", topics=sources.internal_topics(k)
-        )
-        if cfg.sources.kind == sources.KAFKA
-        else contextlib.nullcontext()
-    )
+    found = config.clusters(cfg)
     name = query_name or cfg.pipeline.query_name
-    with access:
+    with _access(cfg):
         if say is not None:
             say(f"ingest: creating or checking the tables in {catalogue.schema_name(cfg)} ...")
         query, pipe = start(
@@ -157,14 +200,16 @@ def run(
         )
         printer = None
         if say is not None:
-            where = (
-                f"{k.offsets_topic} and {k.transaction_topic} at {k.bootstrap_servers}"
-                if pipe.kind == sources.KAFKA
-                else sources.resolve_path(log_dir or cfg.sources.segments.log_dir)
+            where = "; ".join(
+                _where(cluster, c, log_dir, several=len(found) > 1)
+                for cluster, c in sorted(found.items())
             )
             say(f"ingest: query {name} started, reading {where} (a line per micro-batch)")
+            # The backlog is a segment source's, of one cluster.
             latest = (
-                sources.segment_log_ends(cfg, log_dir) if pipe.kind == sources.SEGMENTS else None
+                sources.segment_log_ends(cfg, log_dir)
+                if pipe.kind == sources.SEGMENTS and len(found) == 1
+                else None
             )
             printer = ProgressPrinter(name, pipe.reports, say, latest)
             spark.streams.addListener(printer)
@@ -175,9 +220,7 @@ def run(
                 query.awaitTermination()
         finally:
             query.stop()
-            # py4j keeps the batch function (and so this pipeline) alive after the query ends;
-            # the sampler's AdminClient would go on reconnecting to a cluster nobody reads.
-            pipe.sampler = None
+            pipe.close()
             if printer is not None:
                 spark.streams.removeListener(printer)
                 printer.flush(list(query.recentProgress))
@@ -187,3 +230,30 @@ def run(
         # A query that failed says nothing: its lease runs out (offsetscope.pipelines.lease).
         lease.release(spark, cfg, pipe.query_name, pipe.clock.now_ms())
     return pipe.reports
+
+
+@contextlib.contextmanager
+def _access(cfg: Config) -> Iterator[None]:
+    """On a Kafka cluster, a failure for lack of an ACL or a rejected login is re-raised naming
+    what is missing (docs/security.md), and no error text carries a secret."""
+    with contextlib.ExitStack() as stack:
+        for c in config.clusters(cfg).values():
+            if c.kind == sources.KAFKA:
+                stack.enter_context(
+                    secrets_access.kafka_access(
+                        c.kafka,
+                        "ingesting the internal topics",
+                        topics=sources.internal_topics(c.kafka),
+                    )
+                )
+        yield
+
+
+def _where(cluster: str, c: ClusterConfig, log_dir: str | None, *, several: bool) -> str:
+    k = c.kafka
+    where = (
+        f"{k.offsets_topic} and {k.transaction_topic} at {k.bootstrap_servers}"
+        if c.kind == sources.KAFKA
+        else sources.resolve_path(log_dir or c.segments.log_dir)
+    )
+    return f"{cluster}: {where}" if several else where

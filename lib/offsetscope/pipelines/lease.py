@@ -87,7 +87,7 @@ def lease_row(cfg: Config, query_name: str, batch_id: int, at: int) -> st.StateR
         cfg.pipeline.processing_time.ms,
         False,
     )
-    return st.StateRow(st.LEASE, query_name, lease.to_json(), None)
+    return st.StateRow(st.LEASE, query_name, lease.to_json(), None, st.DEPLOYMENT)
 
 
 def release(spark: SparkSession, cfg: Config, query_name: str, now_ms: int) -> None:
@@ -108,7 +108,7 @@ def release(spark: SparkSession, cfg: Config, query_name: str, now_ms: int) -> N
     st.save(
         spark,
         cfg,
-        [st.StateRow(st.LEASE, query_name, row.to_json(), None)],
+        [st.StateRow(st.LEASE, query_name, row.to_json(), None, st.DEPLOYMENT)],
         query_name=f"{query_name}:release",
         batch_id=now_ms,
         now_ms=now_ms,
@@ -117,7 +117,7 @@ def release(spark: SparkSession, cfg: Config, query_name: str, now_ms: int) -> N
 
 def holder(spark: SparkSession, cfg: Config, query_name: str) -> Lease | None:
     """The query's lease as stored (None: it never ran a batch)."""
-    rows = st.load(spark, cfg, {st.LEASE: [query_name]})
+    rows = st.load(spark, cfg, {st.LEASE: [query_name]}, cluster=st.DEPLOYMENT)
     row = rows.get((st.LEASE, query_name))
     return None if row is None else Lease.from_json(query_name, row.state)
 

@@ -38,8 +38,9 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from offsetscope import config
 from offsetscope.clock import Clock, SystemClock
-from offsetscope.config import Config
+from offsetscope.config import ClusterConfig, Config
 from offsetscope.history import batch as step
 from offsetscope.history import tables as history_tables
 from offsetscope.history.batch import HistoryOutputs, fold_batch
@@ -174,9 +175,10 @@ def ensure_not_running(
 # ----------------------------------------------------------------------------- decode again
 
 
-def _raw_source(spark: SparkSession, cfg: Config, since: int | None) -> DataFrame:
-    """``raw_records`` as source rows (epoch-ms timestamps), plus their ingest batch."""
-    raw = spark.table(catalogue.table_name(cfg, "raw_records"))
+def _raw_source(spark: SparkSession, cfg: Config, since: int | None, cluster: str) -> DataFrame:
+    """``cluster``'s ``raw_records`` as source rows (epoch-ms timestamps), plus their ingest
+    batch."""
+    raw = _of(spark.table(catalogue.table_name(cfg, "raw_records")), cluster)
     if since is not None:
         raw = raw.where(F.col("timestamp") >= F.timestamp_millis(F.lit(since)))
     columns = [
@@ -241,13 +243,18 @@ def _count_changes(joined: DataFrame) -> tuple[int, int, int]:
     return ins, upd, dele
 
 
+def _of(table: DataFrame, cluster: str) -> DataFrame:
+    return table.where(F.col(catalogue.CLUSTER) == F.lit(cluster))
+
+
 def _silver_diff(
-    spark: SparkSession, cfg: Config, logical: str, new: DataFrame, since: int | None
+    spark: SparkSession, cfg: Config, logical: str, new: DataFrame, since: int | None, cluster: str
 ) -> _Diff:
-    """One decoded table's rows now against its stored rows for the same records."""
+    """One decoded table's rows now against its stored rows for the same records (of
+    ``cluster``)."""
     spec = catalogue.spec(logical)
     compared = [c.name for c in spec.written_columns if c.name != "ingest_batch_id"]
-    old = spark.table(catalogue.table_name(cfg, logical))
+    old = _of(spark.table(catalogue.table_name(cfg, logical)), cluster)
     if since is not None:
         old = old.where(F.col("record_timestamp") >= F.timestamp_millis(F.lit(since)))
     o = old.select(
@@ -269,7 +276,14 @@ def _silver_diff(
             if ins or upd
             else None
         )
-        keys = deleted_df.select(*[F.col(f"o_{c}").alias(c) for c in _COORDS]) if dele else None
+        keys = (
+            deleted_df.select(
+                *[F.col(f"o_{c}").alias(c) for c in _COORDS],
+                F.lit(cluster).alias(catalogue.CLUSTER),
+            )
+            if dele
+            else None
+        )
         changed = (
             [
                 {"table": logical, "change": "inserted", **r.asDict()}
@@ -330,13 +344,15 @@ def _refold(
     groups: set[str],
     txns: set[str],
     read_committed_source: bool,
+    cluster: str,
 ) -> tuple[HistoryOutputs, dict[tuple[str, str], Any], dict[tuple[str, str], int]]:
-    """Fold every record of ``groups`` and ``txns`` again, from all of ``raw_records``.
+    """Fold every record of ``groups`` and ``txns`` of ``cluster`` again, from all of its
+    ``raw_records``.
 
     Returns the history rows, the fold states by (fold, key), and the highest ingest batch
     of each key's records (its fold state's ``updated_batch_id``).
     """
-    decoded = _decoded_with_batch(_raw_source(spark, cfg, None))
+    decoded = _decoded_with_batch(_raw_source(spark, cfg, None, cluster))
     owner = F.expr(_OWNER)
     topic = F.col("topic")
     mine = ((topic == F.lit(OFFSETS_TOPIC)) & owner.isin(sorted(groups) or [""])) | (
@@ -386,16 +402,15 @@ def _history_diff(
     rows: Sequence[Any],
     owner_column: str,
     owners: set[str],
+    cluster: str,
 ) -> _Diff:
-    """One history table's rows of ``owners`` now against the stored ones."""
+    """One history table's rows of ``owners`` in ``cluster`` now against the stored ones."""
     spec = catalogue.spec(logical)
     written = [c.name for c in spec.written_columns]
-    new = (
-        writes.rows_frame(spark, logical, list(history_tables.materialize(rows).values()))
-        if rows
-        else writes.rows_frame(spark, logical, [])
+    new = writes.rows_frame(
+        spark, logical, list(history_tables.materialize(rows).values()), cluster=cluster
     )
-    old = spark.table(catalogue.table_name(cfg, logical)).where(
+    old = _of(spark.table(catalogue.table_name(cfg, logical)), cluster).where(
         F.col(owner_column).isin(sorted(owners))
     )
     key = list(spec.key)
@@ -485,8 +500,10 @@ def _save_states(
     batches: Mapping[tuple[str, str], int],
     owners: Mapping[str, set[str]],
     now_ms: int,
+    cluster: str,
 ) -> TableChange:
-    """The refolded keys' fold states, in one commit (keys left without a state are deleted)."""
+    """The refolded keys' fold states of ``cluster``, in one commit (keys left without a state
+    are deleted)."""
     records = [
         {
             "fold": fold,
@@ -509,7 +526,7 @@ def _save_states(
     name = catalogue.table_name(cfg, st.STATE)
     stored = {
         (r["fold"], r["key"]): r["state"]
-        for r in spark.table(name)
+        for r in _of(spark.table(name), cluster)
         .where(
             " OR ".join(
                 f"(fold = {writes.sql_literal(f)} AND key = {writes.sql_literal(k)})"
@@ -527,7 +544,9 @@ def _save_states(
     parts = []
     if records:
         parts.append(
-            writes.records_frame(spark, st.STATE, records).withColumn("_delete", F.lit(False))
+            writes.records_frame(spark, st.STATE, records, cluster=cluster).withColumn(
+                "_delete", F.lit(False)
+            )
         )
     if gone:
         rows = [
@@ -535,14 +554,18 @@ def _save_states(
              "updated_at": now_ms}
             for f, k in gone
         ]  # fmt: skip
-        parts.append(writes.records_frame(spark, st.STATE, rows).withColumn("_delete", F.lit(True)))
+        parts.append(
+            writes.records_frame(spark, st.STATE, rows, cluster=cluster).withColumn(
+                "_delete", F.lit(True)
+            )
+        )
     source = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
     cols = [c.name for c in catalogue.spec(st.STATE).written_columns]
     values: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in cols}
     (
         DeltaTable.forName(spark, name)
         .alias("t")
-        .merge(source.alias("s"), "t.fold = s.fold AND t.key = s.key")
+        .merge(source.alias("s"), catalogue.FOLD_STATE.merge_condition("t", "s"))
         .whenMatchedDelete(condition="s._delete")
         .whenMatchedUpdate(set=values)
         .whenNotMatchedInsert(condition="NOT s._delete", values=values)
@@ -590,14 +613,58 @@ def redecode(
     notes = ensure_not_running(spark, cfg, now, stop_ingest=stop_ingest)
     catalogue.ensure_tables(spark, cfg)
 
-    raw = _raw_source(spark, cfg, since).persist(StorageLevel.MEMORY_AND_DISK)
+    records = 0
+    now_decoded: Counter[str] = Counter()
+    newly_quarantined = differ = 0
+    groups: set[str] = set()
+    txns: set[str] = set()
+    results: list[TableChange] = []
+    # Each cluster's records, rows and fold states apart: its own commits.
+    for name, source in config.clusters(cfg).items():
+        part = _redecode_cluster(spark, cfg, name, source, since, wanted, now)
+        records += part.records
+        now_decoded.update(part.now_decoded)
+        newly_quarantined += part.newly_quarantined
+        differ += part.values_differ
+        groups.update(part.groups)
+        txns.update(part.transactional_ids)
+        results.extend(part.tables)
+    return RedecodeReport(
+        records=records,
+        since=since,
+        now_decoded=dict(now_decoded),
+        newly_quarantined=newly_quarantined,
+        values_differ=differ,
+        groups=tuple(sorted(groups)),
+        transactional_ids=tuple(sorted(txns)),
+        tables=tuple(results),
+        seconds=time.monotonic() - began,
+        notes=tuple(notes),
+    )
+
+
+def _redecode_cluster(
+    spark: SparkSession,
+    cfg: Config,
+    cluster: str,
+    source: ClusterConfig,
+    since: int | None,
+    wanted: Sequence[str],
+    now: int,
+) -> RedecodeReport:
+    """:func:`redecode` of one cluster's records (its report without the notes and time)."""
+    raw = _raw_source(spark, cfg, since, cluster).persist(StorageLevel.MEMORY_AND_DISK)
     decoded = _decoded_with_batch(raw).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         records = raw.count()
         diffs: list[_Diff] = []
+        extra = {
+            "ingest_batch_id": F.col("ingest_batch_id"),
+            catalogue.CLUSTER: F.lit(cluster),
+        }
         for table in catalogue.SILVER_TABLES:
-            new = dec.silver_frame(decoded, table, {"ingest_batch_id": F.col("ingest_batch_id")})
-            diffs.append(_silver_diff(spark, cfg, table.logical, new, since))
+            new = dec.silver_frame(decoded, table, extra)
+            diffs.append(_silver_diff(spark, cfg, table.logical, new, since, cluster))
         changed = [c for d in diffs for c in d.changed]
         now_decoded, newly_quarantined, differ = _summarise(changed)
         owners = _owners(decoded, changed)
@@ -605,14 +672,14 @@ def redecode(
         decoded.unpersist()
         raw.unpersist()
 
-    results = [_write(spark, cfg, d, _COORDS) for d in diffs if d.table in wanted]
+    silver_key = (*_COORDS, catalogue.CLUSTER)
+    results = [_write(spark, cfg, d, silver_key) for d in diffs if d.table in wanted]
     groups, txns = owners[step.GROUP], owners[step.TXN]
     if (groups or txns) and any(t in wanted for t in HISTORY):
         read_committed_source = (
-            cfg.sources.kind == sources.KAFKA
-            and cfg.sources.kafka.isolation_level == "read_committed"
+            source.kind == sources.KAFKA and source.kafka.isolation_level == "read_committed"
         )
-        outputs, states, batches = _refold(spark, cfg, groups, txns, read_committed_source)
+        outputs, states, batches = _refold(spark, cfg, groups, txns, read_committed_source, cluster)
         for logical in HISTORY:
             if logical not in wanted:
                 continue
@@ -620,9 +687,11 @@ def redecode(
             keys = groups if logical in GROUP_TABLES else txns
             if not keys:
                 continue
-            d = _history_diff(spark, cfg, logical, getattr(outputs, logical), owner_column, keys)
+            d = _history_diff(
+                spark, cfg, logical, getattr(outputs, logical), owner_column, keys, cluster
+            )
             results.append(_write(spark, cfg, d, catalogue.spec(logical).key))
-        results.append(_save_states(spark, cfg, states, batches, owners, now))
+        results.append(_save_states(spark, cfg, states, batches, owners, now, cluster))
     return RedecodeReport(
         records=records,
         since=since,
@@ -632,8 +701,8 @@ def redecode(
         groups=tuple(sorted(groups)),
         transactional_ids=tuple(sorted(txns)),
         tables=tuple(results),
-        seconds=time.monotonic() - began,
-        notes=tuple(notes),
+        seconds=0.0,
+        notes=(),
     )
 
 

@@ -24,6 +24,7 @@ marker from session confs (same SparkContext, own SQL conf).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import threading
 import time
 from collections import defaultdict
@@ -122,15 +123,23 @@ class BatchWriter:
 
     @staticmethod
     def merge_rows(
-        tasks: list[Write], logical: str, rows: Sequence[Any], *, prune_dates: bool = False
+        tasks: list[Write],
+        logical: str,
+        rows: Sequence[Any],
+        cluster: str,
+        *,
+        prune_dates: bool = False,
     ) -> None:
-        """Queue a MERGE of fold output rows, restricted to the batch's keys (and days, when
-        the table is partitioned by a date generated from one of its timestamps)."""
+        """Queue a MERGE of one cluster's fold output rows, restricted to the batch's keys (and
+        days, when the table is partitioned by a date generated from one of its timestamps)."""
         rows = writes.dedupe_last(rows)
         if not rows:
             return
         spec = catalogue.spec(logical)
-        prune = [writes.in_list(spec.key[0], [getattr(r, spec.key[0]) for r in rows])]
+        prune = [
+            writes.in_list(catalogue.CLUSTER, [cluster]),
+            writes.in_list(spec.key[0], [getattr(r, spec.key[0]) for r in rows]),
+        ]
         if prune_dates and spec.partition_by:
             column = spec.column(spec.partition_by[0])
             # The partition column is generated from a timestamp column: CAST(<ts> AS DATE).
@@ -145,11 +154,41 @@ class BatchWriter:
             Write(
                 logical,
                 True,
-                lambda: writes.rows_table(logical, rows),
+                lambda: writes.rows_table(logical, rows, cluster=cluster),
                 len(rows),
                 tuple(p for p in prune if p is not None),
             )
         )
+
+    @staticmethod
+    def combine(tasks: Sequence[Write]) -> list[Write]:
+        """``tasks`` with the writes of the same table and kind (the clusters' shares of a
+        batch) made one, in the order of their first: one Delta commit per table and batch,
+        and one idempotency version (a second write under the same app id and batch id would
+        be skipped as a replay of the first). A combined MERGE is restricted to what any of
+        its parts is."""
+        groups: dict[tuple[str, bool], list[Write]] = {}
+        for task in tasks:
+            groups.setdefault((task.logical, task.merge), []).append(task)
+        out = []
+        for (logical, merge), parts in groups.items():
+            if len(parts) == 1:
+                out.append(parts[0])
+                continue
+            frames = [p.source for p in parts if isinstance(p.source, DataFrame)]
+            if frames and len(frames) != len(parts):
+                raise TypeError(f"{logical}: a batch writes it from frames or rows, not both")
+            source: DataFrame | RowsSource
+            if frames:
+                source = functools.reduce(DataFrame.unionByName, frames)
+            else:
+                sources = [p.source for p in parts if not isinstance(p.source, DataFrame)]
+                source = functools.partial(_concat, sources)
+            prune: tuple[str, ...] = ()
+            if all(p.prune for p in parts):
+                prune = (" OR ".join(f"({' AND '.join(p.prune)})" for p in parts),)
+            out.append(Write(logical, merge, source, sum(p.rows for p in parts), prune))
+        return out
 
     # ------------------------------------------------------------------ running
 
@@ -301,6 +340,10 @@ class BatchWriter:
                 app_id=writes.app_id(self.query_name, "quality_results", "append"),
                 batch_id=batch_id,
             )
+
+
+def _concat(sources: Sequence[RowsSource]) -> pa.Table:
+    return pa.concat_tables([source() for source in sources])
 
 
 def _date(ms: int) -> str:

@@ -49,7 +49,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from offsetscope import paths
+from offsetscope import clusters, config, paths
 from offsetscope.config import Config, KafkaSourceConfig
 from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC
 from offsetscope.protocol.registry import SHARE_STATE_TOPIC
@@ -61,6 +61,8 @@ from offsetscope.spark.tables import SOURCE_SCHEMA
 SEGMENTS_FORMAT = "offsetscope_segments"
 KAFKA = "kafka"
 SEGMENTS = "segments"
+# The column naming each row's cluster in the stream of several clusters (cluster_stream).
+CLUSTER = clusters.COLUMN
 
 
 def source_spark_schema() -> StructType:
@@ -398,6 +400,38 @@ def segment_stream(spark: SparkSession, cfg: Config, log_dir: str | None = None)
     for name, value in _segment_options(cfg, log_dir).items():
         reader = reader.option(name, value)
     return reader.load()
+
+
+def cluster_stream(spark: SparkSession, cfg: Config, log_dir: str | None = None) -> DataFrame:
+    """Every configured cluster's internal topics as one stream: each cluster's source
+    (:func:`kafka_stream` or :func:`segment_stream` with its own settings), its rows tagged
+    with the cluster's name in :data:`CLUSTER`, united.
+
+    One query over all of them has one writer per Delta table (``docs/design.md``, "Several
+    clusters"). Spark keeps a query's offsets per source, by position: a checkpoint holds the
+    clusters it was started with, and :func:`offsetscope.pipelines.ingest.start` refuses one
+    made for other clusters.
+
+    Args:
+        log_dir: overrides the log directory of a single segment cluster.
+    """
+    found = config.clusters(cfg)
+    if log_dir is not None and len(found) > 1:
+        raise ValueError("a log directory override reads one cluster")
+    streams = []
+    # By name: the checkpoint knows the sources by their position in the union.
+    for name in sorted(found):
+        one = config.for_cluster(cfg, name)
+        df = (
+            kafka_stream(spark, one)
+            if one.sources.kind == KAFKA
+            else segment_stream(spark, one, log_dir)
+        )
+        streams.append(df.withColumn(CLUSTER, F.lit(name)))
+    united = streams[0]
+    for df in streams[1:]:
+        united = united.unionByName(df)
+    return united
 
 
 def segment_log_ends(cfg: Config, log_dir: str | None = None) -> Callable[[], dict[str, int]]:

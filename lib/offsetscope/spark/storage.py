@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pyspark.sql import SparkSession
 
 from offsetscope import paths
-from offsetscope.config import Config
+from offsetscope.config import Config, cluster_key_path, clusters
 from offsetscope.paths import StorageAccessError
 
 __all__ = ["StorageAccessError", "check_storage", "check_writable", "locations_to_check"]
@@ -37,11 +37,13 @@ def locations_to_check(cfg: Config) -> Iterator[tuple[str, str, bool]]:
     """(key, value, written) of every location the configured jobs use."""
     yield "storage.warehouse_dir", cfg.storage.warehouse_dir, True
     yield "storage.checkpoint_dir", cfg.storage.checkpoint_dir, True
-    if cfg.sources.kind == "segments":
-        s = cfg.sources.segments
-        yield "sources.segments.log_dir", s.log_dir, False
-        if s.data_log_dir and cfg.pipeline.sample_end_offsets:
-            yield "sources.segments.data_log_dir", s.data_log_dir, False
+    for name, cluster in clusters(cfg).items():
+        if cluster.kind == "segments":
+            key = cluster_key_path(cfg, name)
+            s = cluster.segments
+            yield f"{key}.segments.log_dir", s.log_dir, False
+            if s.data_log_dir and cfg.pipeline.sample_end_offsets:
+                yield f"{key}.segments.data_log_dir", s.data_log_dir, False
 
 
 def _java_text(exc: BaseException) -> str:
@@ -98,6 +100,16 @@ def check_reachable(spark: SparkSession, key_path: str, value: str) -> paths.Loc
     except Exception as exc:  # noqa: BLE001
         raise StorageAccessError(key_path, str(location), "read it", _java_text(exc)) from None
     return location
+
+
+def has_entries(spark: SparkSession, location: str) -> bool:
+    """Whether a folder exists and holds anything, through the session's Hadoop file system
+    (a checkpoint may be remote)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None, "a running session has a JVM gateway"
+    folder = jvm.org.apache.hadoop.fs.Path(location)
+    fs = folder.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    return bool(fs.exists(folder)) and len(fs.listStatus(folder)) > 0
 
 
 def check_storage(spark: SparkSession, cfg: Config, *, write: bool = True) -> None:

@@ -36,10 +36,12 @@ rows), and the log / deleted-file retention from ``[pipeline]``.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import logging
 import shutil
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -48,7 +50,8 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_type
 
-from offsetscope.config import Config
+from offsetscope import clusters
+from offsetscope.config import Config, default_cluster
 from offsetscope.history import tables as history
 from offsetscope.protocol.arrow_decode import DECODED_SCHEMA, RAW_SCHEMA
 
@@ -140,6 +143,29 @@ class TableSpec:
         return props
 
 
+# Group ids and transactional ids are unique within a cluster only: every table that holds
+# records, folds or measurements of a cluster carries its name, last among its columns (where
+# ALTER TABLE ... ADD COLUMNS puts it in a table created before it existed) and last in its key.
+# Nullable, so that such a table can gain it in place; the migration fills it (_BACKFILL).
+CLUSTER = clusters.COLUMN
+CLUSTER_COLUMN = ColumnSpec(
+    CLUSTER,
+    "string",
+    comment="Kafka cluster the row belongs to ([clusters.<name>], or [sources] cluster)",
+)
+
+
+def _with_cluster(table: TableSpec) -> TableSpec:
+    return dataclasses.replace(
+        table, columns=(*table.columns, CLUSTER_COLUMN), key=(*table.key, CLUSTER)
+    )
+
+
+def has_cluster(logical: str) -> bool:
+    """Whether a table carries the ``cluster`` column."""
+    return CLUSTER in CATALOGUE[logical].column_names
+
+
 # ----------------------------------------------------------------------------- names
 
 
@@ -215,34 +241,38 @@ _RAW_COMMENTS = {
     "source_error": "why the source could not frame the bytes (CRC mismatch, corrupt batch)",
 }
 
-RAW_RECORDS = TableSpec(
-    "raw_records",
-    BRONZE,
-    (
-        *(
+RAW_RECORDS = _with_cluster(
+    TableSpec(
+        "raw_records",
+        BRONZE,
+        (
+            *(
+                ColumnSpec(
+                    f.name,
+                    "timestamp" if f.name == "timestamp" else _spark_type(f.type),
+                    nullable=f.name not in _RAW_KEY,
+                    source=f"timestamp_millis(`{f.name}`)"
+                    if f.name == "timestamp"
+                    else f"`{f.name}`",
+                    comment=_RAW_COMMENTS[f.name],
+                )
+                for f in SOURCE_SCHEMA
+            ),
+            ColumnSpec("ingest_batch_id", "bigint", comment="micro-batch that wrote the row"),
+            ColumnSpec("ingested_at", "timestamp", comment="wall-clock time of that micro-batch"),
             ColumnSpec(
-                f.name,
-                "timestamp" if f.name == "timestamp" else _spark_type(f.type),
-                nullable=f.name not in _RAW_KEY,
-                source=f"timestamp_millis(`{f.name}`)" if f.name == "timestamp" else f"`{f.name}`",
-                comment=_RAW_COMMENTS[f.name],
-            )
-            for f in SOURCE_SCHEMA
+                "record_date",
+                "date",
+                False,
+                "CAST(`timestamp` AS DATE)",
+                comment="date of the record's timestamp (partition column)",
+            ),
         ),
-        ColumnSpec("ingest_batch_id", "bigint", comment="micro-batch that wrote the row"),
-        ColumnSpec("ingested_at", "timestamp", comment="wall-clock time of that micro-batch"),
-        ColumnSpec(
-            "record_date",
-            "date",
-            False,
-            "CAST(`timestamp` AS DATE)",
-            comment="date of the record's timestamp (partition column)",
-        ),
-    ),
-    key=_RAW_KEY,
-    partition_by=("record_date",),
-    append_only=True,
-    comment="Bronze: every internal-topic record as read, key and value bytes kept for replay.",
+        key=_RAW_KEY,
+        partition_by=("record_date",),
+        append_only=True,
+        comment="Bronze: every internal-topic record as read, key and value bytes kept for replay.",
+    )
 )
 
 # ----------------------------------------------------------------------------- silver
@@ -355,13 +385,15 @@ def _flattened(
 def _silver(
     logical: str, kind: str, fields: tuple[ColumnSpec, ...], comment: str, header: bool = True
 ) -> TableSpec:
-    return TableSpec(
-        logical,
-        SILVER,
-        (*_COORDINATES, *(_HEADER if header else ()), *fields, *_INGEST),
-        key=_SILVER_KEY,
-        comment=comment,
-        where=f"kind = '{kind}'",
+    return _with_cluster(
+        TableSpec(
+            logical,
+            SILVER,
+            (*_COORDINATES, *(_HEADER if header else ()), *fields, *_INGEST),
+            key=_SILVER_KEY,
+            comment=comment,
+            where=f"kind = '{kind}'",
+        )
     )
 
 
@@ -403,72 +435,84 @@ CONTROL_RECORDS = _silver(
 QUARANTINED = "quarantined"  # bad bytes: kept until a decoder fix replays them
 SKIPPED_UNKNOWN = "skipped_unknown"  # unknown record type or version: Kafka warns and skips
 
-QUARANTINE = TableSpec(
-    "quarantine",
-    SILVER,
-    (
-        *_COORDINATES,
-        ColumnSpec("kind", "string", False, source="`kind`", comment="error | unknown"),
-        *_HEADER,
-        ColumnSpec(
-            "error_class", "string", source="`error`.`error_class`", comment="decode error class"
-        ),
-        ColumnSpec(
-            "error_message", "string", source="`error`.`message`", comment="what the decoder said"
-        ),
-        ColumnSpec(
-            "field_path",
-            "string",
-            source="`error`.`field_path`",
-            comment="field being read when it failed",
-        ),
-        ColumnSpec(
-            "byte_offset",
-            "int",
-            source="`error`.`byte_offset`",
-            comment="byte offset of the failure",
-        ),
-        ColumnSpec(
-            "unknown_reason",
-            "string",
-            source="`unknown_reason`",
-            comment="why the record is unknown (type or version)",
-        ),
-        ColumnSpec("key", "binary", source="`raw_key`", comment="the record key's bytes"),
-        ColumnSpec("value", "binary", source="`raw_value`", comment="the record value's bytes"),
-        ColumnSpec(
-            "disposition",
-            "string",
-            False,
-            source=(
-                f"CASE WHEN `kind` = 'unknown' THEN '{SKIPPED_UNKNOWN}' ELSE '{QUARANTINED}' END"
+QUARANTINE = _with_cluster(
+    TableSpec(
+        "quarantine",
+        SILVER,
+        (
+            *_COORDINATES,
+            ColumnSpec("kind", "string", False, source="`kind`", comment="error | unknown"),
+            *_HEADER,
+            ColumnSpec(
+                "error_class",
+                "string",
+                source="`error`.`error_class`",
+                comment="decode error class",
             ),
-            comment=f"{QUARANTINED} | {SKIPPED_UNKNOWN} (later: replayed | ignored)",
+            ColumnSpec(
+                "error_message",
+                "string",
+                source="`error`.`message`",
+                comment="what the decoder said",
+            ),
+            ColumnSpec(
+                "field_path",
+                "string",
+                source="`error`.`field_path`",
+                comment="field being read when it failed",
+            ),
+            ColumnSpec(
+                "byte_offset",
+                "int",
+                source="`error`.`byte_offset`",
+                comment="byte offset of the failure",
+            ),
+            ColumnSpec(
+                "unknown_reason",
+                "string",
+                source="`unknown_reason`",
+                comment="why the record is unknown (type or version)",
+            ),
+            ColumnSpec("key", "binary", source="`raw_key`", comment="the record key's bytes"),
+            ColumnSpec("value", "binary", source="`raw_value`", comment="the record value's bytes"),
+            ColumnSpec(
+                "disposition",
+                "string",
+                False,
+                source=(
+                    f"CASE WHEN `kind` = 'unknown' THEN '{SKIPPED_UNKNOWN}' ELSE '{QUARANTINED}' END"
+                ),
+                comment=f"{QUARANTINED} | {SKIPPED_UNKNOWN} (later: replayed | ignored)",
+            ),
+            *_INGEST,
         ),
-        *_INGEST,
-    ),
-    key=_SILVER_KEY,
-    comment="Records that did not decode (error) or whose type/version is unknown; bytes kept.",
-    where="kind IN ('error', 'unknown')",
+        key=_SILVER_KEY,
+        comment="Records that did not decode (error) or whose type/version is unknown; bytes kept.",
+        where="kind IN ('error', 'unknown')",
+    )
 )
 
 # ----------------------------------------------------------------------------- gold
 
 
 def _gold(table: history.Table, cluster_by: Sequence[str] = ()) -> TableSpec:
-    return TableSpec(
-        table.name,
-        GOLD,
-        tuple(
-            ColumnSpec(c.name, c.type, c.nullable, c.generated, None, c.comment)
-            for c in table.columns
-        ),
-        key=table.key,
-        partition_by=table.partition_by,
-        cluster_by=tuple(cluster_by) if not table.partition_by else (),
-        change_data_feed=table.change_data_feed,
-        append_only=table.write_mode == "append",
-        comment=table.comment,
+    # The history package declares a table's columns and key within one cluster; the cluster
+    # is the catalogue's (the folds know nothing of clusters).
+    return _with_cluster(
+        TableSpec(
+            table.name,
+            GOLD,
+            tuple(
+                ColumnSpec(c.name, c.type, c.nullable, c.generated, None, c.comment)
+                for c in table.columns
+            ),
+            key=table.key,
+            partition_by=table.partition_by,
+            cluster_by=tuple(cluster_by) if not table.partition_by else (),
+            change_data_feed=table.change_data_feed,
+            append_only=table.write_mode == "append",
+            comment=table.comment,
+        )
     )
 
 
@@ -476,21 +520,25 @@ GOLD_TABLES = {t.name: _gold(t, t.key[:1]) for t in history.TABLES.values()}
 
 # ----------------------------------------------------------------------------- ops
 
-FOLD_STATE = TableSpec(
-    "fold_state",
-    OPS,
-    (
-        ColumnSpec("fold", "string", False, comment="offsets | group | txn | end_offsets"),
-        ColumnSpec("key", "string", False, comment="partition, group id, transactional id ..."),
-        ColumnSpec("state", "string", comment="the fold's state as JSON (history.codec)"),
-        ColumnSpec("last_offset", "bigint", comment="last record folded into it"),
-        ColumnSpec("updated_batch_id", "bigint", comment="micro-batch that last wrote the state"),
-        ColumnSpec("updated_at", "timestamp", comment="when the state was written"),
-    ),
-    key=("fold", "key"),
-    cluster_by=("fold", "key"),
-    change_data_feed=True,
-    comment="State the driver-side folds carry between micro-batches, loaded per key.",
+FOLD_STATE = _with_cluster(
+    TableSpec(
+        "fold_state",
+        OPS,
+        (
+            ColumnSpec("fold", "string", False, comment="offsets | group | txn | end_offsets"),
+            ColumnSpec("key", "string", False, comment="partition, group id, transactional id ..."),
+            ColumnSpec("state", "string", comment="the fold's state as JSON (history.codec)"),
+            ColumnSpec("last_offset", "bigint", comment="last record folded into it"),
+            ColumnSpec(
+                "updated_batch_id", "bigint", comment="micro-batch that last wrote the state"
+            ),
+            ColumnSpec("updated_at", "timestamp", comment="when the state was written"),
+        ),
+        key=("fold", "key"),
+        cluster_by=("fold", "key"),
+        change_data_feed=True,
+        comment="State the driver-side folds carry between micro-batches, loaded per key.",
+    )
 )
 
 _SOURCE_PARTITION = (
@@ -615,6 +663,7 @@ class ViewSpec:
 CURRENT_LAG = ViewSpec(
     "current_lag",
     (
+        ("cluster", "Kafka cluster"),
         ("group_id", "consumer group id"),
         ("topic", "consumed topic"),
         ("partition", "consumed partition"),
@@ -629,10 +678,10 @@ CURRENT_LAG = ViewSpec(
         ("committed_at", "when the committed offset became the group's"),
         ("as_of", "time of the end-offset sample"),
     ),
-    """SELECT group_id, topic, `partition`, committed_offset, end_offset, lag_records,
+    """SELECT cluster, group_id, topic, `partition`, committed_offset, end_offset, lag_records,
        lag_seconds, lag_method, read_committed, data_loss, lost_records, committed_at, as_of
 FROM (
-  SELECT *, row_number() OVER (PARTITION BY group_id, topic, `partition`
+  SELECT *, row_number() OVER (PARTITION BY cluster, group_id, topic, `partition`
                                ORDER BY as_of DESC) AS _n
   FROM {partition_lag}
   WHERE as_of <= {now})
@@ -644,6 +693,7 @@ WHERE _n = 1 AND group_id NOT IN {own_groups}""",
 GROUP_OVERVIEW = ViewSpec(
     "group_overview",
     (
+        ("cluster", "Kafka cluster"),
         ("group_id", "consumer group id"),
         ("kind", "classic | kip848 | simple"),
         ("state", "state now"),
@@ -662,26 +712,26 @@ GROUP_OVERVIEW = ViewSpec(
         ("updated_at", "timestamp of the last record about the group"),
     ),
     """WITH gen AS (
-  SELECT group_id,
+  SELECT cluster, group_id,
          sum(CASE WHEN stored_at > {now} - INTERVAL 1 HOUR THEN rebalances ELSE 0 END)
            AS rebalances_1h,
          sum(rebalances) AS rebalances_24h
   FROM {group_generations}
   WHERE stored_at > {now} - INTERVAL 24 HOURS AND stored_at <= {now}
-  GROUP BY group_id),
+  GROUP BY cluster, group_id),
 lag AS (
-  SELECT group_id, count(*) AS partitions, sum(lag_records) AS lag_records,
+  SELECT cluster, group_id, count(*) AS partitions, sum(lag_records) AS lag_records,
          max(lag_seconds) AS max_lag_seconds
   FROM ({current_lag})
-  GROUP BY group_id)
-SELECT c.group_id, c.kind, coalesce(c.state, 'Unknown') AS state, c.generation, c.protocol,
+  GROUP BY cluster, group_id)
+SELECT c.cluster, c.group_id, c.kind, coalesce(c.state, 'Unknown') AS state, c.generation, c.protocol,
        c.protocol_type, c.member_count AS members, coalesce(gen.rebalances_1h, 0) AS rebalances_1h,
        coalesce(gen.rebalances_24h, 0) AS rebalances_24h, c.last_rebalance_at,
        c.last_commit_at, coalesce(lag.partitions, 0) AS partitions, lag.lag_records,
        lag.max_lag_seconds, c.deleted, c.updated_at
 FROM {groups_current} c
-LEFT JOIN gen ON gen.group_id = c.group_id
-LEFT JOIN lag ON lag.group_id = c.group_id
+LEFT JOIN gen ON gen.cluster <=> c.cluster AND gen.group_id = c.group_id
+LEFT JOIN lag ON lag.cluster <=> c.cluster AND lag.group_id = c.group_id
 WHERE c.group_id NOT IN {own_groups}""",
     "One row per group: state, members, rebalances in the last hour and day (counted when "
     "queried), lag.",
@@ -690,6 +740,7 @@ WHERE c.group_id NOT IN {own_groups}""",
 MEMBER_CHURN = ViewSpec(
     "member_churn",
     (
+        ("cluster", "Kafka cluster"),
         ("group_id", "consumer group id"),
         ("joined_1h", "member sessions begun in the last hour"),
         ("left_1h", "member sessions ended in the last hour"),
@@ -700,7 +751,7 @@ MEMBER_CHURN = ViewSpec(
         ("clients", "distinct client ids ever seen"),
         ("sessions", "member sessions ever seen"),
     ),
-    """SELECT group_id,
+    """SELECT cluster, group_id,
        count_if(joined_at > {now} - INTERVAL 1 HOUR) AS joined_1h,
        count_if(left_at > {now} - INTERVAL 1 HOUR AND left_at <= {now}) AS left_1h,
        count_if(joined_at > {now} - INTERVAL 24 HOURS) AS joined_24h,
@@ -712,13 +763,14 @@ MEMBER_CHURN = ViewSpec(
        count(*) AS sessions
 FROM {member_sessions}
 WHERE joined_at <= {now} AND group_id NOT IN {own_groups}
-GROUP BY group_id""",
+GROUP BY cluster, group_id""",
     "Member churn per group: sessions begun and ended in the last hour and day.",
 )
 
 HANGING_TRANSACTIONS = ViewSpec(
     "hanging_transactions",
     (
+        ("cluster", "Kafka cluster"),
         ("transactional_id", "transactional.id of the producer"),
         ("producer_id", "producer id"),
         ("producer_epoch", "producer epoch"),
@@ -729,7 +781,8 @@ HANGING_TRANSACTIONS = ViewSpec(
         ("partition_count", "partitions it holds open (their LSO cannot pass it)"),
         ("partitions", "those partitions"),
     ),
-    """SELECT transactional_id, producer_id, producer_epoch, state, started_at, timeout_ms,
+    """SELECT cluster, transactional_id, producer_id, producer_epoch, state, started_at,
+       timeout_ms,
        unix_millis({now}) - unix_millis(started_at) AS open_ms, partition_count, partitions
 FROM {transactions}
 WHERE started_at <= {now}
@@ -741,6 +794,7 @@ WHERE started_at <= {now}
 GROUP_TIMELINE = ViewSpec(
     "group_timeline",
     (
+        ("cluster", "Kafka cluster"),
         ("group_id", "consumer group id"),
         ("group_life", "0, +1 each time the id is deleted and re-created"),
         ("at", "when it happened"),
@@ -748,8 +802,8 @@ GROUP_TIMELINE = ViewSpec(
         ("generation", "generation it belongs to"),
         ("detail", "what happened, in words"),
     ),
-    """SELECT group_id, group_life, at, event, generation, detail FROM (
-  SELECT group_id, group_life, coalesce(join_completed_at, stored_at) AS at,
+    """SELECT cluster, group_id, group_life, at, event, generation, detail FROM (
+  SELECT cluster, group_id, group_life, coalesce(join_completed_at, stored_at) AS at,
          'rebalance' AS event, generation,
          concat('generation ', generation, ': ', member_count, ' members, leader ',
                 coalesce("""
@@ -760,19 +814,20 @@ GROUP_TIMELINE = ViewSpec(
     + """) AS detail
   FROM {group_generations}
   UNION ALL
-  SELECT group_id, group_life, coalesce(at, at_max) AS at, 'state' AS event, generation,
+  SELECT cluster, group_id, group_life, coalesce(at, at_max) AS at, 'state' AS event,
+         generation,
          concat(coalesce(from_state, '-'), ' -> ', to_state,
                 CASE WHEN inferred THEN ' (inferred)' ELSE '' END, ': ', reason) AS detail
   FROM {group_state_transitions}
   UNION ALL
-  SELECT group_id, group_life, joined_at AS at, 'member joined' AS event,
+  SELECT cluster, group_id, group_life, joined_at AS at, 'member joined' AS event,
          first_generation AS generation,
          concat(client_id, ' from ', client_host,
                 CASE WHEN replaces IS NOT NULL THEN concat(', replacing ', replaces) ELSE '' END)
            AS detail
   FROM {member_sessions}
   UNION ALL
-  SELECT group_id, group_life, left_at AS at, concat('member ', end_reason) AS event,
+  SELECT cluster, group_id, group_life, left_at AS at, concat('member ', end_reason) AS event,
          last_generation AS generation, concat(client_id, ' from ', client_host) AS detail
   FROM {member_sessions}
   WHERE left_at IS NOT NULL)
@@ -915,6 +970,12 @@ _BACKFILL: Mapping[tuple[str, str], Callable[[Config], str]] = {
         if cfg.sources.kafka.group_id_prefix
         else "false"
     ),
+    # A table older than the cluster column holds one cluster's rows: [sources]'s.
+    **{
+        (t.logical, CLUSTER): lambda cfg: _sql_string(default_cluster(cfg))
+        for t in CATALOGUE.values()
+        if CLUSTER in t.column_names
+    },
 }
 
 
@@ -940,9 +1001,13 @@ def migrate(spark: SparkSession, cfg: Config, table: TableSpec, qualified: str) 
             )
             + ")"
         )
-        for c in missing:
-            fill = _BACKFILL.get((table.logical, c.name))
-            if fill is not None:
+        fills = [(c, fill) for c in missing if (fill := _BACKFILL.get((table.logical, c.name)))]
+        # Delta refuses an UPDATE of an append-only table: the flag is lifted for the backfill.
+        with _updatable(spark, qualified, table.append_only and bool(fills)):
+            for c, fill in fills:
+                logging.getLogger(__name__).info(
+                    "%s: filling the new column %s of the rows written before it", qualified, c.name
+                )
                 spark.sql(
                     f"UPDATE {qualified} SET {_quote(c.name)} = {fill(cfg)} "
                     f"WHERE {_quote(c.name)} IS NULL"
@@ -956,6 +1021,19 @@ def migrate(spark: SparkSession, cfg: Config, table: TableSpec, qualified: str) 
             )
     if table.comment and _table_comment(spark, cfg, table.logical) != table.comment:
         spark.sql(f"COMMENT ON TABLE {qualified} IS {_sql_string(table.comment)}")
+
+
+@contextlib.contextmanager
+def _updatable(spark: SparkSession, qualified: str, append_only: bool) -> Iterator[None]:
+    """An append-only table made updatable for the block, append-only again after it."""
+    if not append_only:
+        yield
+        return
+    spark.sql(f"ALTER TABLE {qualified} SET TBLPROPERTIES ('delta.appendOnly' = 'false')")
+    try:
+        yield
+    finally:
+        spark.sql(f"ALTER TABLE {qualified} SET TBLPROPERTIES ('delta.appendOnly' = 'true')")
 
 
 def _table_comment(spark: SparkSession, cfg: Config, logical: str) -> str:

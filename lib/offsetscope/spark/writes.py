@@ -145,43 +145,78 @@ def merge(
     return int(row.get("num_updated_rows", 0) or 0) + int(row.get("num_inserted_rows", 0) or 0)
 
 
-def rows_frame(spark: SparkSession, logical: str, rows: Sequence[Any]) -> DataFrame:
+def rows_frame(
+    spark: SparkSession, logical: str, rows: Sequence[Any], *, cluster: str | None = None
+) -> DataFrame:
     """A DataFrame of fold output rows (``history.rows`` dataclasses) with the table's schema."""
-    return table_frame(spark, logical, rows_table(logical, rows))
+    return table_frame(spark, logical, rows_table(logical, rows, cluster=cluster))
 
 
-def rows_table(logical: str, rows: Sequence[Any]) -> pa.Table:
-    """Fold output rows (``history.rows`` dataclasses) as Arrow with the table's schema."""
-    return records_table(logical, [history.as_record(r) for r in rows])
+def rows_table(logical: str, rows: Sequence[Any], *, cluster: str | None = None) -> pa.Table:
+    """Fold output rows (``history.rows`` dataclasses) as Arrow with the table's schema, in
+    ``cluster`` (:func:`with_cluster`)."""
+    return records_table(logical, [history.as_record(r) for r in rows], cluster=cluster)
 
 
 def records_frame(
-    spark: SparkSession, logical: str, records: Sequence[Mapping[str, Any]]
+    spark: SparkSession,
+    logical: str,
+    records: Sequence[Mapping[str, Any]],
+    *,
+    cluster: str | None = None,
 ) -> DataFrame:
     """A DataFrame of plain records (column name -> value; timestamps as epoch ms)."""
-    return table_frame(spark, logical, records_table(logical, records))
+    return table_frame(spark, logical, records_table(logical, records, cluster=cluster))
 
 
-def records_table(logical: str, records: Sequence[Mapping[str, Any]]) -> pa.Table:
+def records_table(
+    logical: str, records: Sequence[Mapping[str, Any]], *, cluster: str | None = None
+) -> pa.Table:
     """Plain records (column name -> value; timestamps as epoch ms) as Arrow with the table's
-    schema, timestamps outside Spark's range nulled or clamped (see the module docstring)."""
+    schema, timestamps outside Spark's range nulled or clamped (see the module docstring), in
+    ``cluster`` (:func:`with_cluster`)."""
     schema = catalogue.arrow_schema(catalogue.spec(logical))
     timed = [f for f in schema if _has_timestamp(f.type)]
     if timed:
         records = [_with_timestamps_in_range(r, timed) for r in records]
-    return pa.Table.from_pylist(list(records), schema=schema)
+    return with_cluster(logical, pa.Table.from_pylist(list(records), schema=schema), cluster)
+
+
+def with_cluster(logical: str, table: pa.Table, cluster: str | None) -> pa.Table:
+    """``table`` (a table's written columns) with every row's ``cluster`` set to ``cluster``.
+
+    The folds' rows know nothing of clusters; each batch's rows are one cluster's, tagged
+    here. A table with the column refuses ``None``: a row of no cluster would mix with every
+    cluster's.
+
+    Raises:
+        ValueError: the table has a cluster column and ``cluster`` is ``None``, or it has none
+            and ``cluster`` is given.
+    """
+    if not catalogue.has_cluster(logical):
+        if cluster is not None:
+            raise ValueError(f"{logical} has no {catalogue.CLUSTER} column")
+        return table
+    if cluster is None:
+        raise ValueError(f"{logical}: rows need a {catalogue.CLUSTER}")
+    index = table.schema.get_field_index(catalogue.CLUSTER)
+    values = pa.array([cluster] * table.num_rows, pa.string())
+    if index < 0:
+        return table.append_column(catalogue.CLUSTER, values)
+    return table.set_column(index, table.schema.field(index), values)
 
 
 def ms_schema(logical: str) -> pa.Schema:
-    """A table's written columns with timestamps as epoch-ms integers: what :func:`ms_table`
-    takes (nested timestamps are :func:`ms_table`'s to refuse)."""
+    """A table's written columns with timestamps as epoch-ms integers, but its cluster (which
+    :func:`ms_table` sets): what :func:`ms_table` takes (nested timestamps are its to refuse)."""
     return pa.schema(
         f.with_type(pa.int64()) if pa.types.is_timestamp(f.type) else f
         for f in catalogue.arrow_schema(catalogue.spec(logical))
+        if f.name != catalogue.CLUSTER
     )
 
 
-def ms_table(logical: str, table: pa.Table) -> pa.Table:
+def ms_table(logical: str, table: pa.Table, *, cluster: str | None = None) -> pa.Table:
     """Columns of a table's rows (its written columns, timestamps as epoch-ms integers) as Arrow
     with the table's schema: :func:`records_table` column by column, for rows that arrive as
     columns (a batch's offset commits collected from Spark) rather than as records.
@@ -190,6 +225,7 @@ def ms_table(logical: str, table: pa.Table) -> pa.Table:
         ValueError: the table has a timestamp inside a nested column (use
             :func:`records_table`), or ``table`` lacks one of its written columns.
     """
+    table = with_cluster(logical, table, cluster)
     schema = catalogue.arrow_schema(catalogue.spec(logical))
     arrays = []
     for f in schema:

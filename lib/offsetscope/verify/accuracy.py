@@ -57,6 +57,13 @@ They print ``lag-threshold: N episodes expected, M found, K false`` and ``stuck-
 partitions expected, M found, K false``; each expected episode found and each finding not
 false is also a fact of the total.
 
+**Two clusters** (:func:`run_clusters`, ``two-clusters``; run with the catalogue, or alone with
+``--scenario two-clusters``): the ``transactions`` scenario simulated with two seeds into two log
+directories -- two clusters with the same group ids and transactional ids -- ingested by one
+query as ``[clusters.east]`` and ``[clusters.west]``; each cluster's gold rows (``cluster =``)
+are compared with its own ground truth, the same facts as above, one line per cluster
+(``two-clusters/east: N facts ..., M wrong``). A row of the other cluster is a fact wrong.
+
 **Share and Streams groups** are not simulated by the bundled coordinator: ``--real-broker``
 also runs a real Kafka Streams application (``group.protocol = streams``) and a share consumer
 on the harness broker and checks the gold tables against what they observed
@@ -288,13 +295,14 @@ _GOLD_COLUMNS = {
 }
 
 
-def read_gold(spark: SparkSession, cfg: config_mod.Config) -> Gold:
-    """The gold rows of the configured schema."""
+def read_gold(spark: SparkSession, cfg: config_mod.Config, cluster: str | None = None) -> Gold:
+    """The gold rows of the configured schema (of one cluster's, when given)."""
     from offsetscope.spark import tables as catalogue
 
+    where = "" if cluster is None else f"WHERE cluster = '{cluster}'"
     out: dict[str, list[dict[str, Any]]] = {}
     for name, (logical, columns) in _GOLD_COLUMNS.items():
-        df = spark.sql(f"SELECT {columns} FROM {catalogue.table_name(cfg, logical)}")
+        df = spark.sql(f"SELECT {columns} FROM {catalogue.table_name(cfg, logical)} {where}")
         out[name] = [r.asDict(recursive=True) for r in df.collect()]
     return Gold(**out)
 
@@ -648,6 +656,61 @@ def run_scenario(
         check_alert_episodes(checker, lines, read_alert_inputs(spark, cfg))
     phases["compare"] = time.monotonic() - mark
     return checker.result(time.monotonic() - began, phases)
+
+
+# Two clusters of one deployment: the same scenario with two seeds has the same group ids and
+# transactional ids in both, with other generations, offsets and outcomes.
+CLUSTERS_RUN = "two-clusters"
+CLUSTER_SEEDS = {"east": 11, "west": 12}
+CLUSTER_SCENARIO = "transactions"
+
+
+def run_clusters(
+    spark: SparkSession,
+    base: config_mod.Config,
+    work_dir: Path,
+    *,
+    progress: Callable[[str], None] = print,
+) -> list[Result]:
+    """Simulate :data:`CLUSTER_SCENARIO` once per cluster of :data:`CLUSTER_SEEDS` into a log
+    directory each, ingest both with one query (``[clusters.<name>]``), and compare each
+    cluster's gold rows with its own ground truth: a row of the other cluster would be a
+    fact wrong. One result per cluster."""
+    from offsetscope.pipelines import ingest
+    from offsetscope.sim.scenarios.run import simulate_to
+    from offsetscope.sim.scenarios.truth import read_ground_truth
+    from offsetscope.spark import tables as catalogue
+
+    began = time.monotonic()
+    root = work_dir / CLUSTERS_RUN
+    shutil.rmtree(root, ignore_errors=True)
+    truths: dict[str, Sequence[Line]] = {}
+    clusters: dict[str, config_mod.ClusterConfig] = {}
+    for name, seed in CLUSTER_SEEDS.items():
+        log_dir = root / name
+        simulate_to(CLUSTER_SCENARIO, out=log_dir, seed=seed, replace=True)
+        truths[name] = read_ground_truth(log_dir / "ground_truth.jsonl")
+        segments = dataclasses.replace(base.sources.segments, log_dir=str(log_dir))
+        clusters[name] = config_mod.ClusterConfig(kind="segments", segments=segments)
+    cfg = dataclasses.replace(base, clusters=clusters)
+    cfg = config_mod.with_storage(
+        cfg, schema=schema_for(CLUSTERS_RUN), checkpoint_dir=root / "checkpoints"
+    )
+    hints = sorted({g for lines in truths.values() for g in read_committed_groups(lines)})
+    cfg = config_mod.with_pipeline(cfg, trigger="available_now", read_committed_groups=tuple(hints))
+    spark.sql(f"DROP SCHEMA IF EXISTS {catalogue.schema_name(cfg)} CASCADE")
+    reports = ingest.run(spark, cfg, query_name=f"accuracy_{uuid.uuid4().hex[:8]}")
+    progress(
+        f"  {CLUSTERS_RUN}: {sum(r.rows_in for r in reports)} records of "
+        f"{len(clusters)} clusters ingested by one query in {len(reports)} micro-batches"
+    )
+    results = []
+    for name, lines in truths.items():
+        mark = time.monotonic()
+        checker = compare(f"{CLUSTERS_RUN}/{name}", lines, read_gold(spark, cfg, name))
+        results.append(checker.result(time.monotonic() - mark))
+    progress(f"  ({time.monotonic() - began:.0f} s)")
+    return results
 
 
 def summary(results: Iterable[Result]) -> tuple[int, int, str]:
@@ -1228,7 +1291,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     work_dir = Path(resolve_path(str(args.work_dir)))
     cfg = accuracy_config(config_mod.load(args.env, extra=args.conf), work_dir)
-    names = scenario_names(args.scenario)
+    clusters = not args.scenario or CLUSTERS_RUN in args.scenario
+    names = scenario_names([s for s in args.scenario if s != CLUSTERS_RUN])
+    if args.scenario == [CLUSTERS_RUN]:
+        names = []
     print(f"accuracy: {len(names)} scenarios -> {work_dir}", flush=True)
     began = time.monotonic()
     spark = build_job_session(cfg, app_name="offsetscope-accuracy", extra_conf=QUIET_SPARK)
@@ -1244,6 +1310,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(m.line(), flush=True)
             print("  " + result.line(), flush=True)
             results.append(result)
+        if clusters:
+            print(f"[{CLUSTERS_RUN}] {', '.join(CLUSTER_SEEDS)}: one query", flush=True)
+            for result in run_clusters(
+                spark, cfg, work_dir, progress=lambda s: print(s, flush=True)
+            ):
+                for m in result.mismatches:
+                    print(m.line(), flush=True)
+                print("  " + result.line(), flush=True)
+                results.append(result)
         if args.real_broker:
             results.extend(_run_real(spark, cfg, work_dir))
     finally:
