@@ -71,9 +71,11 @@ def test_downsampling_keeps_the_newest_row_per_key_and_hour_past_the_cutoff(
     day1 = 12 * KEYS
     assert down.rows_removed == day1 - 3 * KEYS
     assert down.version is not None
-    assert optimize.version is not None and optimize.version > down.version
+    assert optimize.version is not None
+    assert optimize.version > down.version
     # The downsampled day and day nine, each compacted and Z-ordered by group.
-    assert optimize.files_removed >= 1 and optimize.files_added >= 1
+    assert optimize.files_removed >= 1
+    assert optimize.files_added >= 1
     assert vacuum.rows_removed == 0
     left = spark.sql(
         f"SELECT as_of FROM {name} WHERE as_of_date = DATE '2026-11-01' AND group_id = "

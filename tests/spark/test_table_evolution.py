@@ -100,8 +100,7 @@ def test_a_type_change_stops_the_start_and_migrate_rewrites_the_table(
     before = _history(spark, name)
     spec = catalogue.spec(LOGICAL)
     narrowed = tuple(
-        dataclasses.replace(c, type="int") if c.name == "lost_records" else c
-        for c in spec.columns
+        dataclasses.replace(c, type="int") if c.name == "lost_records" else c for c in spec.columns
     )
     monkeypatch.setitem(
         catalogue.CATALOGUE,  # type: ignore[arg-type]

@@ -505,7 +505,12 @@ def _gold(table: history.Table, cluster_by: Sequence[str] = ()) -> TableSpec:
     )
 
 
-GOLD_TABLES = {t.name: _gold(t, t.key[:1]) for t in history.TABLES.values()}
+# Clustered by group where rows belong to a group (people read them group by group), else by
+# the key's first column.
+GOLD_TABLES = {
+    t.name: _gold(t, ("group_id",) if "group_id" in (c.name for c in t.columns) else t.key[:1])
+    for t in history.TABLES.values()
+}
 
 # ----------------------------------------------------------------------------- ops
 
