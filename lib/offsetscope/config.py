@@ -689,6 +689,10 @@ class MaintenanceConfig:
     # OPTIMIZE every table (compaction; liquid clustering where declared, Z-order by group_id
     # for the partitioned tables read by group).
     optimize: StrictBool = True
+    # The finished days of a date-partitioned table each run compacts (a Z-order rewrites every
+    # file of the days it is given): a daily run skipped twice still reaches every day. Raise it
+    # for a first run over a table that has never been maintained.
+    optimize_days: AtLeast1 = 3
     # VACUUM every table, keeping the files [pipeline] deleted_file_retention still protects.
     vacuum: StrictBool = True
     # A step whose commit loses to a concurrent one (the ingest query's) is retried this many

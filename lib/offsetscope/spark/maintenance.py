@@ -7,7 +7,8 @@ Steps, per table, in this order (a table's later steps see its earlier ones)::
     downsample  MERGE INTO t USING (rows older than now - downsample_after that are not the
                 newest of their key and downsample_every interval) ON key WHEN MATCHED DELETE
     optimize    OPTIMIZE t                       unpartitioned (liquid clustering where declared)
-                OPTIMIZE t WHERE <partition in the recent days or at the downsampling cutoff>
+                OPTIMIZE t WHERE <partition in the last optimize_days or at the downsampling
+                                  cutoff>
                            [ZORDER BY (group_id)]  partitioned tables read by group
     vacuum      VACUUM t                         at the table's delta.deletedFileRetentionDuration
 
@@ -36,12 +37,6 @@ RETENTION = "retention"
 DOWNSAMPLE = "downsample"
 OPTIMIZE = "optimize"
 VACUUM = "vacuum"
-
-# Partitioned tables are compacted over their recent days only (a Z-order rewrites every file
-# of the partitions it is given, so the whole history each run would cost more than it gains):
-# a daily run that was skipped twice still reaches every finished day.
-OPTIMIZE_DAYS = 3
-
 
 @dataclass(frozen=True, slots=True)
 class Step:
@@ -126,14 +121,16 @@ def optimize_sql(
     cfg: Config, table: catalogue.TableSpec, now_ms: int, rule: RetentionRule | None = None
 ) -> str:
     """``OPTIMIZE``: a whole unpartitioned table (liquid clustering makes it incremental); the
-    last :data:`OPTIMIZE_DAYS` finished days of a date-partitioned one, and the days around the
-    downsampling cutoff where the downsampling left small files, Z-ordered where declared."""
+    last ``[maintenance] optimize_days`` finished days of a date-partitioned one (a Z-order
+    rewrites every file of the days it is given, so the whole history at each run would cost
+    more than it gains), and the days around the downsampling cutoff where the downsampling
+    left small files, Z-ordered where declared."""
     qualified = catalogue.table_name(cfg, table.logical)
     sql = f"OPTIMIZE {qualified}"
     partition = table.partition_by[0] if table.partition_by else None
     if partition is not None:
         today = _date(now_ms)
-        first = today - dt.timedelta(days=OPTIMIZE_DAYS)
+        first = today - dt.timedelta(days=cfg.maintenance.optimize_days)
         where = f"(`{partition}` >= DATE '{first}' AND `{partition}` < DATE '{today}')"
         if rule is not None and rule.downsample_after is not None:
             cutoff = _date(now_ms - rule.downsample_after.ms)
