@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,18 +31,8 @@ KEYS = len(delta_fixture.GROUPS) * len(delta_fixture.PARTITIONS)
 def lag_table(
     spark: SparkSession, offsetscope_config: config.Config, tmp_path: Path
 ) -> Iterator[config.Config]:
-    schema = f"t_maintain_{uuid.uuid4().hex[:8]}"
-    cfg = config.with_storage(offsetscope_config, schema=schema)
-    location = tmp_path / LOGICAL
-    shutil.copytree(delta_fixture.FIXTURE, location)
-    spark.sql(f"CREATE SCHEMA {schema}")
-    try:
-        spark.sql(
-            f"CREATE TABLE {catalogue.table_name(cfg, LOGICAL)} USING DELTA LOCATION '{location}'"
-        )
+    with delta_fixture.registered(spark, offsetscope_config, tmp_path, "t_maintain") as cfg:
         yield cfg
-    finally:
-        spark.sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
 def _sleep_refused(seconds: float) -> None:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,18 +29,8 @@ def old_table(
     spark: SparkSession, offsetscope_config: config.Config, tmp_path: Path
 ) -> Iterator[config.Config]:
     """The fixture table, copied and registered in a schema of its own."""
-    schema = f"t_evolve_{uuid.uuid4().hex[:8]}"
-    cfg = config.with_storage(offsetscope_config, schema=schema)
-    location = tmp_path / LOGICAL
-    shutil.copytree(delta_fixture.FIXTURE, location)
-    spark.sql(f"CREATE SCHEMA {schema}")
-    try:
-        spark.sql(
-            f"CREATE TABLE {catalogue.table_name(cfg, LOGICAL)} USING DELTA LOCATION '{location}'"
-        )
+    with delta_fixture.registered(spark, offsetscope_config, tmp_path, "t_evolve") as cfg:
         yield cfg
-    finally:
-        spark.sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
 def _with_columns(*columns: catalogue.ColumnSpec) -> catalogue.TableSpec:

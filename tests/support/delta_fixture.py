@@ -14,11 +14,14 @@ moment the tests maintain it at: the first day is then past a 7-day downsampling
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import shutil
 import sys
 import tempfile
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +75,27 @@ def rows(start_ms: int, samples: int) -> list[dict[str, Any]]:
                     }
                 )
     return out
+
+
+@contextlib.contextmanager
+def registered(spark: Any, cfg: Any, tmp_path: Path, prefix: str) -> Iterator[Any]:
+    """The fixture table copied under ``tmp_path`` and registered in a schema of its own;
+    yields ``cfg`` naming that schema, drops it afterwards."""
+    from offsetscope import config
+    from offsetscope.spark import tables as catalogue
+
+    schema = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    cfg = config.with_storage(cfg, schema=schema)
+    location = tmp_path / LOGICAL
+    shutil.copytree(FIXTURE, location)
+    spark.sql(f"CREATE SCHEMA {schema}")
+    try:
+        spark.sql(
+            f"CREATE TABLE {catalogue.table_name(cfg, LOGICAL)} USING DELTA LOCATION '{location}'"
+        )
+        yield cfg
+    finally:
+        spark.sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
 def expected_rows() -> int:

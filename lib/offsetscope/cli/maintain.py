@@ -13,37 +13,49 @@ files it removed and the Delta version it made. It may run while the ingest quer
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from offsetscope.cli.common import UsageError, load_config, register_job
 
+T = TypeVar("T")
 
-def register(subparsers: Any) -> None:
-    """Add ``maintain`` to the ``offsetscope`` command."""
-    parser = register_job(
-        subparsers, "maintain", "retention, downsampling, OPTIMIZE and VACUUM of the tables", run
-    )
+
+def register_with_tables(
+    subparsers: Any, name: str, help_text: str, handler: Callable[[argparse.Namespace], int]
+) -> None:
+    """Add a job that takes ``--tables`` (``maintain``, ``migrate``)."""
+    parser = register_job(subparsers, name, help_text, handler)
     parser.add_argument(
         "--tables", default=None, help="comma-separated tables (default: every table)"
     )
 
 
-def tables_arg(text: str | None) -> list[str] | None:
-    """``--tables`` as logical names (None: all)."""
-    return [t.strip() for t in text.split(",") if t.strip()] if text else None
+def register(subparsers: Any) -> None:
+    """Add ``maintain`` to the ``offsetscope`` command."""
+    register_with_tables(
+        subparsers, "maintain", "retention, downsampling, OPTIMIZE and VACUUM of the tables", run
+    )
+
+
+def on_tables(args: argparse.Namespace, name: str, job: Callable[..., T]) -> T:
+    """``job(spark, cfg, tables=...)`` in the command's own session; an unknown table in
+    ``--tables`` is a usage error."""
+    from offsetscope.spark.session import build_job_session
+
+    cfg = load_config(args)
+    spark = build_job_session(cfg, app_name=f"{cfg.spark.app_name}-{name}")
+    tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables else None
+    try:
+        return job(spark, cfg, tables=tables)
+    except KeyError as exc:
+        raise UsageError(f"--tables: {exc.args[0]}") from None
 
 
 def run(args: argparse.Namespace) -> int:
     """Run one maintenance pass and print a line per step."""
     from offsetscope.pipelines import maintain
-    from offsetscope.spark.session import build_job_session
 
-    cfg = load_config(args)
-    spark = build_job_session(cfg, app_name=f"{cfg.spark.app_name}-maintain")
-    try:
-        report = maintain.maintain(spark, cfg, tables=tables_arg(args.tables))
-    except KeyError as exc:
-        raise UsageError(f"--tables: {exc.args[0]}") from None
-    for line in report.lines():
+    for line in on_tables(args, "maintain", maintain.maintain).lines():
         print(line)
     return 0

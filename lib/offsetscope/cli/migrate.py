@@ -19,17 +19,13 @@ import argparse
 import sys
 from typing import Any
 
-from offsetscope.cli.common import UsageError, load_config, register_job
-from offsetscope.cli.maintain import tables_arg
+from offsetscope.cli.maintain import on_tables, register_with_tables
 
 
 def register(subparsers: Any) -> None:
     """Add ``migrate`` to the ``offsetscope`` command."""
-    parser = register_job(
+    register_with_tables(
         subparsers, "migrate", "rewrite tables whose declaration changed beyond new columns", run
-    )
-    parser.add_argument(
-        "--tables", default=None, help="comma-separated tables (default: every table)"
     )
 
 
@@ -37,15 +33,10 @@ def run(args: argparse.Namespace) -> int:
     """Rewrite what needs it; one line per table rewritten; 1 while the ingest query runs."""
     from offsetscope.pipelines import maintain
     from offsetscope.pipelines.redecode import IngestRunningError
-    from offsetscope.spark.session import build_job_session
     from offsetscope.spark.tables import TableSchemaMismatchError
 
-    cfg = load_config(args)
-    spark = build_job_session(cfg, app_name=f"{cfg.spark.app_name}-migrate")
     try:
-        done = maintain.migrate(spark, cfg, tables=tables_arg(args.tables))
-    except KeyError as exc:
-        raise UsageError(f"--tables: {exc.args[0]}") from None
+        done = on_tables(args, "migrate", maintain.migrate)
     except (IngestRunningError, TableSchemaMismatchError) as exc:
         print(f"migrate: {exc}", file=sys.stderr)
         return 1

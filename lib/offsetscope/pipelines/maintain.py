@@ -93,11 +93,17 @@ def _metric(metrics: dict[str, str], names: Iterable[str]) -> int:
     return sum(int(metrics.get(n) or 0) for n in names)
 
 
-def _tagged_commit(spark: SparkSession, qualified: str, tag: str) -> tuple[int, dict[str, str]]:
-    """The version and operation metrics of the newest commit carrying ``tag`` (-1: none)."""
+def _tagged_commit(
+    spark: SparkSession, qualified: str, tag: str, operation: str | None = None
+) -> tuple[int, dict[str, str]]:
+    """The version and operation metrics of the newest commit carrying ``tag`` (and of
+    ``operation``, when given); -1 when there is none."""
+    where = f"userMetadata = '{tag}'"
+    if operation is not None:
+        where += f" AND operation = '{operation}'"
     rows = (
         spark.sql(f"DESCRIBE HISTORY {qualified} LIMIT 20")
-        .where(f"userMetadata = '{tag}'")
+        .where(where)
         .select("version", "operationMetrics")
         .collect()
     )
@@ -147,10 +153,9 @@ def run_step(
             backoff *= 2
         finally:
             spark.conf.unset(_USER_METADATA)
-    version, metrics = _tagged_commit(spark, qualified, tag)
-    if step.kind == maintenance.VACUUM:
-        # VACUUM logs its work as a VACUUM START / VACUUM END pair of its own.
-        version, metrics = _vacuum_end(spark, qualified, tag)
+    # VACUUM logs its work as a VACUUM START / VACUUM END pair of commits.
+    operation = "VACUUM END" if step.kind == maintenance.VACUUM else None
+    version, metrics = _tagged_commit(spark, qualified, tag, operation)
     result = StepResult(
         step.logical,
         step.kind,
@@ -163,18 +168,6 @@ def run_step(
     )
     log.info("%s", result.line())
     return result
-
-
-def _vacuum_end(spark: SparkSession, qualified: str, tag: str) -> tuple[int, dict[str, str]]:
-    rows = (
-        spark.sql(f"DESCRIBE HISTORY {qualified} LIMIT 20")
-        .where(f"operation = 'VACUUM END' AND userMetadata = '{tag}'")
-        .select("version", "operationMetrics")
-        .collect()
-    )
-    if not rows:
-        return -1, {}
-    return int(rows[0]["version"]), dict(rows[0]["operationMetrics"] or {})
 
 
 def maintain(

@@ -38,6 +38,7 @@ DOWNSAMPLE = "downsample"
 OPTIMIZE = "optimize"
 VACUUM = "vacuum"
 
+
 @dataclass(frozen=True, slots=True)
 class Step:
     """One statement of the maintenance job on one table."""
