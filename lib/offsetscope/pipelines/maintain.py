@@ -13,7 +13,10 @@ run again on the new version, up to ``[maintenance] max_attempts`` times, waitin
 ``retry_backoff`` doubled each time. The other way round -- an ingest MERGE that loses to an
 OPTIMIZE commit -- fails that micro-batch, and the restarted query (its checkpoint and
 idempotent writes) writes it exactly once; OPTIMIZE of a partitioned table touches only
-finished days, so it cannot take files the ingest query is merging into.
+finished days, where the ingest query rarely merges. A table whose declaration changed
+(``ensure_tables``: a property, a clustering) is altered before the steps; a metadata change
+fails every concurrent commit, so the ingest query, which makes the same change when it starts,
+is best restarted first after such a configuration change.
 
 The job finds its own commit in the log by a tag it sets as the commit's ``userMetadata``, so a
 concurrent ingest commit is never mistaken for it.
