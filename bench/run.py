@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, str] = {
     "pipeline_broker": "bench.pipeline_broker",
     "burrow": "bench.burrow",
     "freshness": "bench.freshness",
+    "maintain": "bench.maintain",
 }
 TARGETS: dict[str, str] = {
     "decode_records_per_s": ">= 500,000 per core",

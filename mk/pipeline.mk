@@ -7,6 +7,12 @@ SQL ?= SELECT group_id, state, generation, member_count, rebalances_1h FROM grou
 ingest: install ## run the ingest query per conf/ ([sources], [pipeline]); a line per micro-batch
 	$(PY) -m jobs.ingest $(PIPELINE_ARGS)
 
+maintain: install ## retention, downsampling, OPTIMIZE and VACUUM per conf/ [maintenance]; a line per step
+	$(PY) -m jobs.maintain $(PIPELINE_ARGS)
+
+migrate: install ## rewrite the tables whose declaration changed beyond new nullable columns
+	$(PY) -m offsetscope.cli migrate $(PIPELINE_ARGS)
+
 sql: install ## answer SQL="..." from the offsetscope tables (default: the current groups)
 	$(PY) -m offsetscope.cli sql "$(SQL)" $(PIPELINE_ARGS)
 
@@ -17,4 +23,4 @@ test-streaming: install ## the streaming suite only: segment source, ingest rest
 	$(PY) -m pytest -m "streaming and not slow" -q tests/streaming
 
 
-.PHONY: ingest sql test-spark test-streaming
+.PHONY: ingest maintain migrate sql test-spark test-streaming

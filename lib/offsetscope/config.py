@@ -631,6 +631,96 @@ class PipelineConfig:
 
 
 @_section
+class RetentionRule:
+    """How long one table keeps its rows (``[maintenance.retention.<table>]``), applied by
+    ``offsetscope maintain``; an unset key keeps rows for ever.
+
+    Age is measured on the column the table catalogue names for it (``record_timestamp``,
+    ``as_of``, ...) against the moment the job runs.
+    """
+
+    # Rows older than this are deleted.
+    keep: Duration | None = None
+    # Rows older than ``downsample_after`` are thinned to the newest one per key (the table's
+    # key without its time column: group, topic and partition for partition_lag) and interval
+    # of ``downsample_every``, the intervals aligned to the epoch (hours, days).
+    downsample_after: Duration | None = None
+    downsample_every: Duration | None = None
+
+    def __post_init__(self) -> None:
+        if (self.downsample_after is None) != (self.downsample_every is None):
+            key = "downsample_every" if self.downsample_every is None else "downsample_after"
+            raise InvalidConfigError(key, "downsample_after and downsample_every go together")
+        if self.downsample_after is not None and self.downsample_every is not None:
+            if self.downsample_every.ms >= self.downsample_after.ms:
+                raise InvalidConfigError(
+                    "downsample_every", "must be shorter than downsample_after"
+                )
+            if self.keep is not None and self.keep.ms <= self.downsample_after.ms:
+                raise InvalidConfigError(
+                    "keep", "must be longer than downsample_after (or nothing is downsampled)"
+                )
+
+    @property
+    def trims(self) -> bool:
+        """Whether the rule deletes any row (so the table cannot be append-only)."""
+        return self.keep is not None or self.downsample_after is not None
+
+
+@_section
+class RetentionConfig:
+    """Per-table retention: the tables whose rows have an age (the catalogue's ``age_column``).
+
+    The gold history tables (generations, sessions, transactions ...) are the product's point
+    and stay; raw records and the measurements that arrive at every sample are what grows.
+    """
+
+    raw_records: RetentionRule = field(default_factory=lambda: RetentionRule(keep=Duration("30d")))
+    group_metadata_events: RetentionRule = field(default_factory=RetentionRule)
+    consumer_group_events: RetentionRule = field(default_factory=RetentionRule)
+    transaction_log_events: RetentionRule = field(default_factory=RetentionRule)
+    control_records: RetentionRule = field(default_factory=RetentionRule)
+    quarantine: RetentionRule = field(default_factory=RetentionRule)
+    offset_commits: RetentionRule = field(default_factory=RetentionRule)
+    end_offsets: RetentionRule = field(
+        default_factory=lambda: RetentionRule(
+            downsample_after=Duration("7d"), downsample_every=Duration("1h")
+        )
+    )
+    partition_lag: RetentionRule = field(
+        default_factory=lambda: RetentionRule(
+            downsample_after=Duration("7d"), downsample_every=Duration("1h")
+        )
+    )
+    batch_audit: RetentionRule = field(default_factory=lambda: RetentionRule(keep=Duration("90d")))
+
+    def rule(self, logical: str) -> RetentionRule | None:
+        """The rule of a logical table; None for a table without retention settings."""
+        found: RetentionRule | None = getattr(self, logical, None)
+        return found
+
+
+@_section
+class MaintenanceConfig:
+    """``offsetscope maintain``: retention deletes and downsampling, OPTIMIZE, VACUUM."""
+
+    retention: RetentionConfig = field(default_factory=RetentionConfig)
+    # OPTIMIZE every table (compaction; liquid clustering where declared, Z-order by group_id
+    # for the partitioned tables read by group).
+    optimize: StrictBool = True
+    # The finished days of a date-partitioned table each run compacts (a Z-order rewrites every
+    # file of the days it is given): a daily run skipped twice still reaches every day. Raise it
+    # for a first run over a table that has never been maintained.
+    optimize_days: AtLeast1 = 3
+    # VACUUM every table, keeping the files [pipeline] deleted_file_retention still protects.
+    vacuum: StrictBool = True
+    # A step whose commit loses to a concurrent one (the ingest query's) is retried this many
+    # times in all, waiting ``retry_backoff`` doubled each time.
+    max_attempts: AtLeast1 = 5
+    retry_backoff: Duration = Duration("2s")
+
+
+@_section
 class SparkConfig:
     master: str = "local[2]"
     app_name: str = "offsetscope"
@@ -1179,6 +1269,7 @@ class Config:
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
     quality: QualityConfig = field(default_factory=QualityConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
+    maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
 
     def __post_init__(self) -> None:
         kinds = {c.kind for c in self.clusters.values()}

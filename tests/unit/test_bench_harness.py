@@ -199,3 +199,28 @@ def test_groups_scaling_figures_from_a_worker_result() -> None:
     assert by_name["groups_scaling_ratio"].median == 3.0
     assert by_name["groups_scaling_peak_rss_python_driver_mib"].median == 500.0
     assert "19,688 records" in by_name["groups_scaling_ratio"].input
+
+
+def test_maintain_figures_are_per_million_records_before_and_after() -> None:
+    from bench.maintain import TABLES, metrics
+
+    def sizes(files: int, size: int) -> dict[str, dict[str, int]]:
+        return {t: {"files": files, "bytes": size, "disk_bytes": 2 * size} for t in TABLES}
+
+    result = {
+        "records": 250_000,
+        "lag_rows": 57_600,
+        "lag_keys": "1 groups x 1 partitions",
+        "rows": {"before": dict.fromkeys(TABLES, 100), "after": dict.fromkeys(TABLES, 75)},
+        "before": sizes(240, 1_000_000),
+        "after": sizes(30, 400_000),
+        "seconds": 12.5,
+        "steps": ["raw_records: retention: 25 rows removed ..."],
+    }
+    by_name = {m.name: m for m in metrics(result)}
+    assert by_name["maintain_raw_records_bytes_per_million_before"].median == 4_000_000
+    after = by_name["maintain_partition_lag_bytes_per_million_after"]
+    assert after.median == 1_600_000
+    assert after.extra == {"disk_bytes": 800_000, "files": 30, "rows": 75}
+    assert by_name["maintain_end_offsets_files_after"].median == 30
+    assert by_name["maintain_seconds"].extra["steps"] == result["steps"]

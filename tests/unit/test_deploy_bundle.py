@@ -74,23 +74,24 @@ def strings(node: Any) -> Iterator[str]:
             yield from strings(value)
 
 
-def cluster_env(resolved: Resolved) -> dict[str, str]:
-    (job,) = resolved.resources["jobs"].values()
-    (cluster,) = job["job_clusters"]
+def cluster_env(resolved: Resolved, key: str = "offsetscope") -> dict[str, str]:
+    (cluster,) = resolved.resources["jobs"][key]["job_clusters"]
     env: dict[str, str] = cluster["new_cluster"]["spark_env_vars"]
     return env
 
 
 def test_one_continuous_job_runs_ingest_and_alerts_beside_each_other() -> None:
     assert TARGETS == ["dev", "prod"]
-    assert list(JOBS) == ["offsetscope"]
+    assert sorted(JOBS) == ["offsetscope", "offsetscope_maintain"]
     job = JOBS["offsetscope"]
     assert set(job["continuous"]) == {"task_retry_mode"}
     assert job["continuous"]["task_retry_mode"] == "ON_FAILURE"
     assert "schedule" not in job
     assert "trigger" not in job
     assert job["max_concurrent_runs"] == 1
-    tasks = {t["python_wheel_task"]["entry_point"]: t for _, t in wheel_tasks()}
+    tasks = {
+        t["python_wheel_task"]["entry_point"]: t for k, t in wheel_tasks() if k == "offsetscope"
+    }
     assert sorted(tasks) == ["offsetscope-alerts", "offsetscope-ingest"]
     # Beside each other: one warm cluster, neither waiting for the other.
     assert {t["job_cluster_key"] for t in tasks.values()} == {"offsetscope"}
@@ -142,8 +143,9 @@ def test_every_parameter_is_accepted_by_the_jobs_parser(
     # the configuration (the error on one line): that proves the parser accepted every
     # parameter (argparse raises SystemExit otherwise, as the last check shows).
     monkeypatch.setenv("OFFSETSCOPE_CONF_DIR", str(tmp_path))
-    (job,) = target(name).resources["jobs"].values()
-    for task in job["tasks"]:
+    tasks = [t for job in target(name).resources["jobs"].values() for t in job["tasks"]]
+    assert len(tasks) == 3
+    for task in tasks:
         wheel_task = task["python_wheel_task"]
         params = wheel_task["parameters"]
         assert params == ["--env", name]
@@ -206,8 +208,32 @@ def test_jobs_find_the_synced_configuration() -> None:
             assert env["OFFSETSCOPE_CONF_DIR"] == "${workspace.file_path}/conf"
 
 
+def test_the_maintenance_job_runs_daily_with_the_same_storage_and_configuration() -> None:
+    job = JOBS["offsetscope_maintain"]
+    assert "continuous" not in job
+    assert job["max_concurrent_runs"] == 1
+    assert re.fullmatch(r"0 \d+ \d+ \* \* \?", job["schedule"]["quartz_cron_expression"])
+    assert job["schedule"]["timezone_id"] == "UTC"
+    ((_, task),) = [(k, t) for k, t in wheel_tasks() if k == "offsetscope_maintain"]
+    assert task["python_wheel_task"]["entry_point"] == "offsetscope-maintain"
+    assert job_module("offsetscope-maintain").main is not None
+    for name in TARGETS:
+        resolved = target(name)
+        assert cluster_env(resolved, "offsetscope_maintain") == cluster_env(resolved)
+        schedule = resolved.resources["jobs"]["offsetscope_maintain"]["schedule"]
+        assert schedule["pause_status"] == ("PAUSED" if name == "dev" else "UNPAUSED")
+    rules = job["health"]["rules"]
+    assert [r["metric"] for r in rules] == ["RUN_DURATION_SECONDS"]
+    assert job["email_notifications"]["on_failure"] == ["${var.alert_email}"]
+    assert job["webhook_notifications"]["on_failure"] == [
+        {"id": "${var.notification_destination_id}"}
+    ]
+
+
 def test_health_rules_and_notifications() -> None:
     for key, job in JOBS.items():
+        if key == "offsetscope_maintain":  # a batch job: its own rules, tested above
+            continue
         rules = job["health"]["rules"]
         assert {r["metric"] for r in rules} >= {"STREAMING_BACKLOG_SECONDS"}
         assert {r["metric"] for r in rules} <= HEALTH_METRICS

@@ -162,9 +162,12 @@ def test_production_has_one_copy_run_by_a_service_principal() -> None:
 
 def test_production_runs_the_job_and_the_sql_alerts() -> None:
     result = resolved("prod", CI)
-    (job,) = result.resources["jobs"].values()
+    job = result.resources["jobs"]["offsetscope"]
     assert job["continuous"]["pause_status"] == "UNPAUSED"
     assert job["name"] == "offsetscope-prod"
+    maintain = result.resources["jobs"]["offsetscope_maintain"]
+    assert maintain["schedule"]["pause_status"] == "UNPAUSED"
+    assert maintain["name"] == "offsetscope-maintain-prod"
     for alert in result.resources["alerts"].values():
         assert alert["schedule"]["pause_status"] == "UNPAUSED"
     assert result.resources["schemas"]["offsetscope"]["name"] == "offsetscope"
@@ -197,7 +200,10 @@ def test_development_paths_and_prefixes_name_the_user() -> None:
 
 def test_each_developer_gets_own_paused_job_schema_and_checkpoints() -> None:
     alice, bob = resolved("dev", ALICE), resolved("dev", BOB)
-    a_job, b_job = (next(iter(r.resources["jobs"].values())) for r in (alice, bob))
+    a_job, b_job = (r.resources["jobs"]["offsetscope"] for r in (alice, bob))
+    for r in (alice, bob):
+        # The daily maintenance too: nothing of a developer's deploy runs until started.
+        assert r.resources["jobs"]["offsetscope_maintain"]["schedule"]["pause_status"] == "PAUSED"
     assert a_job["name"] == "[dev alice_smith] offsetscope-dev"
     assert b_job["name"] == "[dev bob] offsetscope-dev"
     for job in (a_job, b_job):

@@ -15,6 +15,8 @@ Sub-commands::
     offsetscope metrics serve [--port 9308]                                        (metrics)
     offsetscope check-access [--topic T]                                           (check_access)
     offsetscope redecode [--since T] [--tables T1,T2] [--stop-ingest] [--env E]    (redecode)
+    offsetscope maintain [--tables T1,T2] [--env E]                                (maintain)
+    offsetscope migrate [--tables T1,T2] [--env E]                                 (migrate)
     offsetscope init [DIR] [--force]                                               (init)
     offsetscope --version
 
@@ -47,7 +49,9 @@ from offsetscope.cli import (
     group,
     ingest,
     init,
+    maintain,
     metrics,
+    migrate,
     redecode,
     report,
     simulate,
@@ -72,6 +76,8 @@ COMMANDS = (
     metrics,
     check_access,
     redecode,
+    maintain,
+    migrate,
     init,
 )
 

@@ -62,7 +62,12 @@ OPS = "ops"
 
 
 class TableSchemaMismatchError(RuntimeError):
-    """An existing table lacks columns the catalogue declares (created by an older version)."""
+    """An existing table differs from its declaration in a way that cannot be added in place."""
+
+
+# The natural key, kept as a table property: Delta has no keys, and a key that changes under
+# rows already written changes what a MERGE matches.
+KEY_PROPERTY = "offsetscope.key"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +112,11 @@ class TableSpec:
     comment: str = ""
     # Which decoded rows fill a silver table (a SQL predicate over the decoded frame).
     where: str | None = None
+    # The timestamp column a row's age is read from ([maintenance.retention]); None: no age.
+    age_column: str | None = None
+    # Z-order columns of OPTIMIZE for a partitioned table (liquid clustering and partitioning
+    # exclude each other): the partitioned tables people read by group.
+    zorder_by: tuple[str, ...] = ()
 
     @property
     def written_columns(self) -> tuple[ColumnSpec, ...]:
@@ -133,8 +143,12 @@ class TableSpec:
 
     def properties(self, cfg: Config) -> dict[str, str]:
         """Delta table properties."""
+        rule = cfg.maintenance.retention.rule(self.logical)
+        # Retention deletes rows, which an append-only table refuses.
+        append_only = self.append_only and not (rule is not None and rule.trims)
         props = {
-            "delta.appendOnly": "true" if self.append_only else "false",
+            KEY_PROPERTY: ",".join(self.key),
+            "delta.appendOnly": "true" if append_only else "false",
             "delta.logRetentionDuration": cfg.pipeline.log_retention.delta_interval,
             "delta.deletedFileRetentionDuration": cfg.pipeline.deleted_file_retention.delta_interval,
         }
@@ -272,6 +286,7 @@ RAW_RECORDS = _with_cluster(
         partition_by=("record_date",),
         append_only=True,
         comment="Bronze: every internal-topic record as read, key and value bytes kept for replay.",
+        age_column="timestamp",
     )
 )
 
@@ -385,14 +400,18 @@ def _flattened(
 def _silver(
     logical: str, kind: str, fields: tuple[ColumnSpec, ...], comment: str, header: bool = True
 ) -> TableSpec:
+    columns = (*_COORDINATES, *(_HEADER if header else ()), *fields, *_INGEST)
     return _with_cluster(
         TableSpec(
             logical,
             SILVER,
-            (*_COORDINATES, *(_HEADER if header else ()), *fields, *_INGEST),
+            columns,
             key=_SILVER_KEY,
+            # A group's records together: the group tables are read group by group.
+            cluster_by=("group_id",) if any(c.name == "group_id" for c in columns) else (),
             comment=comment,
             where=f"kind = '{kind}'",
+            age_column="record_timestamp",
         )
     )
 
@@ -489,15 +508,26 @@ QUARANTINE = _with_cluster(
         key=_SILVER_KEY,
         comment="Records that did not decode (error) or whose type/version is unknown; bytes kept.",
         where="kind IN ('error', 'unknown')",
+        age_column="record_timestamp",
     )
 )
 
 # ----------------------------------------------------------------------------- gold
 
 
+# The timestamp a gold row's age is read from, for the tables that grow with time rather than
+# with the number of groups and transactions.
+_GOLD_AGE = {
+    "offset_commits": "record_timestamp",
+    "end_offsets": "sampled_at",
+    "partition_lag": "as_of",
+}
+
+
 def _gold(table: history.Table, cluster_by: Sequence[str] = ()) -> TableSpec:
     # The history package declares a table's columns and key within one cluster; the cluster
     # is the catalogue's (the folds know nothing of clusters).
+    by_group = any(c.name == "group_id" for c in table.columns)
     return _with_cluster(
         TableSpec(
             table.name,
@@ -512,11 +542,18 @@ def _gold(table: history.Table, cluster_by: Sequence[str] = ()) -> TableSpec:
             change_data_feed=table.change_data_feed,
             append_only=table.write_mode == "append",
             comment=table.comment,
+            age_column=_GOLD_AGE.get(table.name),
+            zorder_by=("group_id",) if table.partition_by and by_group else (),
         )
     )
 
 
-GOLD_TABLES = {t.name: _gold(t, t.key[:1]) for t in history.TABLES.values()}
+# Clustered by group where rows belong to a group (people read them group by group), else by
+# the key's first column.
+GOLD_TABLES = {
+    t.name: _gold(t, ("group_id",) if "group_id" in (c.name for c in t.columns) else t.key[:1])
+    for t in history.TABLES.values()
+}
 
 # ----------------------------------------------------------------------------- ops
 
@@ -578,6 +615,7 @@ BATCH_AUDIT = TableSpec(
     key=("query_name", "batch_id"),
     append_only=True,
     comment="One row per micro-batch: counts in = events + quarantined + unknown.",
+    age_column="started_at",
 )
 
 CATALOGUE: Mapping[str, TableSpec] = {
@@ -901,10 +939,14 @@ def ensure_views(
 # ----------------------------------------------------------------------------- DDL
 
 
-def create_table_sql(cfg: Config, table: TableSpec) -> str:
-    """``CREATE TABLE IF NOT EXISTS ... USING DELTA`` for one table."""
+def create_table_sql(
+    cfg: Config, table: TableSpec, *, replace: bool = False, extra: Mapping[str, str] | None = None
+) -> str:
+    """``CREATE TABLE IF NOT EXISTS ... USING DELTA`` for one table (``CREATE OR REPLACE`` with
+    ``replace``; ``extra`` properties beside the declared ones)."""
+    verb = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE IF NOT EXISTS"
     lines = [
-        f"CREATE TABLE IF NOT EXISTS {table_name(cfg, table.logical)} (",
+        f"{verb} {table_name(cfg, table.logical)} (",
         ",\n".join(f"  {c.ddl}" for c in table.columns),
         ") USING DELTA",
     ]
@@ -915,7 +957,8 @@ def create_table_sql(cfg: Config, table: TableSpec) -> str:
     if table.comment:
         lines.append(f"COMMENT {_sql_string(table.comment)}")
     props = ", ".join(
-        f"{_sql_string(k)} = {_sql_string(v)}" for k, v in table.properties(cfg).items()
+        f"{_sql_string(k)} = {_sql_string(v)}"
+        for k, v in {**table.properties(cfg), **(extra or {})}.items()
     )
     lines.append(f"TBLPROPERTIES ({props})")
     return "\n".join(lines)
@@ -926,10 +969,10 @@ def ensure_tables(
 ) -> dict[str, str]:
     """Create the schema and the tables if they do not exist (idempotent), and the views.
 
-    An existing table is brought up to its declaration where that is safe: a declared column
-    it lacks that may be null is added (``ALTER TABLE ... ADD COLUMNS``, then filled where
-    :data:`_BACKFILL` says how), and table and column comments that differ are rewritten
-    (``COMMENT ON TABLE``, ``ALTER COLUMN ... COMMENT``).
+    An existing table is brought up to its declaration where that is additive (see
+    :func:`plan_migration`): a declared column it lacks that may be null is added (``ALTER
+    TABLE ... ADD COLUMNS``, then filled where :data:`_BACKFILL` says how), its clustering,
+    properties and comments are set; each change is logged with the Delta version it made.
 
     Args:
         spark: the session (its catalog: Hive metastore locally, Unity Catalog on Databricks).
@@ -940,8 +983,9 @@ def ensure_tables(
         Logical name -> qualified name of every table (and view) ensured.
 
     Raises:
-        TableSchemaMismatchError: an existing table lacks a declared column that may not be
-            null (it cannot be added to rows already written).
+        TableSchemaMismatchError: an existing table differs in a way that is not additive (a
+            column that may not be null, a type, the key or the partitioning changed, a column
+            removed); the message names the table, the column and ``offsetscope migrate``.
     """
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS {schema_name(cfg)}")
     existing = {
@@ -979,39 +1023,187 @@ _BACKFILL: Mapping[tuple[str, str], Callable[[Config], str]] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class ExistingTable:
+    """What a table in the catalog is: column types (Spark's simple strings), partitioning,
+    clustering, properties."""
+
+    columns: Mapping[str, str]
+    partition_by: tuple[str, ...] = ()
+    cluster_by: tuple[str, ...] = ()
+    properties: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Incompatibility:
+    """A difference between a table and its declaration that rows already written prevent."""
+
+    column: str
+    change: str
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationPlan:
+    """What bringing one table up to its declaration takes."""
+
+    add: tuple[ColumnSpec, ...] = ()
+    cluster_by: tuple[str, ...] | None = None  # None: clustering unchanged
+    properties: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    incompatible: tuple[Incompatibility, ...] = ()
+
+    @property
+    def additive(self) -> bool:
+        return not self.incompatible
+
+
+def migrate_command(cfg: Config, logical: str) -> str:
+    """The command that rewrites a table whose change is not additive."""
+    return f"offsetscope migrate --tables {logical} --env {cfg.env}"
+
+
+def same_type(a: str, b: str) -> bool:
+    """Whether two Spark SQL type strings name the same type (spelling aside)."""
+    return history.parse_type(a.lower()) == history.parse_type(b.lower())
+
+
+def plan_migration(table: TableSpec, existing: ExistingTable, cfg: Config) -> MigrationPlan:
+    """What ``ensure_tables`` does to an existing table, or why it cannot.
+
+    Additive: a missing column that may be null (generated columns cannot be added to rows
+    already written), a clustering declared for an unpartitioned table, properties. Anything
+    else -- a missing column that may not be null, a type changed, a column the declaration no
+    longer has, another key or partitioning -- needs the rows rewritten
+    (:func:`rewrite_table`, ``offsetscope migrate``).
+    """
+    incompatible: list[Incompatibility] = []
+    add: list[ColumnSpec] = []
+    for c in table.columns:
+        have = existing.columns.get(c.name)
+        if have is None:
+            if c.nullable and c.generated is None:
+                add.append(c)
+            else:
+                why = "generated" if c.generated is not None else "NOT NULL"
+                incompatible.append(Incompatibility(c.name, f"added as {why}"))
+        elif not same_type(have, c.type):
+            incompatible.append(Incompatibility(c.name, f"type changed from {have} to {c.type}"))
+    declared = set(table.column_names)
+    incompatible += [
+        Incompatibility(name, "removed or renamed")
+        for name in existing.columns
+        if name not in declared
+    ]
+    if existing.partition_by != table.partition_by:
+        incompatible.append(
+            Incompatibility(
+                ", ".join(table.partition_by) or "-",
+                f"partitioning changed from ({', '.join(existing.partition_by)})",
+            )
+        )
+    stored_key = existing.properties.get(KEY_PROPERTY)
+    if stored_key is not None and stored_key != ",".join(table.key):
+        incompatible.append(
+            Incompatibility(", ".join(table.key), f"key changed from ({stored_key})")
+        )
+    cluster_by = None
+    if not table.partition_by and existing.cluster_by != table.cluster_by:
+        cluster_by = table.cluster_by
+    properties = {k: v for k, v in table.properties(cfg).items() if existing.properties.get(k) != v}
+    return MigrationPlan(tuple(add), cluster_by, properties, tuple(incompatible))
+
+
+def describe_table(spark: SparkSession, qualified: str) -> ExistingTable:
+    """The table as the catalog and its Delta log have it."""
+    detail = spark.sql(f"DESCRIBE DETAIL {qualified}").collect()[0].asDict()
+    return ExistingTable(
+        columns={f.name: f.dataType.simpleString() for f in spark.table(qualified).schema},
+        partition_by=tuple(detail.get("partitionColumns") or ()),
+        cluster_by=tuple(detail.get("clusteringColumns") or ()),
+        properties=dict(detail.get("properties") or {}),
+    )
+
+
+def delta_version(spark: SparkSession, qualified: str) -> int:
+    """The table's latest Delta version."""
+    return int(spark.sql(f"DESCRIBE HISTORY {qualified} LIMIT 1").collect()[0]["version"])
+
+
+def mismatch_error(cfg: Config, table: TableSpec, qualified: str, plan: MigrationPlan) -> str:
+    """The one-line message for a change that is not additive."""
+    changes = "; ".join(f"column {i.column}: {i.change}" for i in plan.incompatible)
+    return (
+        f"table {qualified} ({table.logical}) differs from this offsetscope's declaration in a "
+        f"way rows already written prevent ({changes}); rewrite it with "
+        f"`{migrate_command(cfg, table.logical)}` (stop the ingest query first)"
+    )
+
+
 def migrate(spark: SparkSession, cfg: Config, table: TableSpec, qualified: str) -> None:
-    """Bring an existing table up to ``table``: missing nullable columns, comments.
+    """Bring an existing table up to ``table`` where additive (see :func:`plan_migration`).
 
     Raises:
-        TableSchemaMismatchError: a missing column may not be null.
+        TableSchemaMismatchError: the change is not additive.
     """
-    fields = {f.name: f for f in spark.table(qualified).schema.fields}
-    missing = [c for c in table.columns if c.name not in fields]
-    required = [c.name for c in missing if not c.nullable or c.generated is not None]
-    if required:
-        raise TableSchemaMismatchError(
-            f"{qualified} exists without columns {', '.join(required)}; "
-            "migrate or drop it (the catalogue in offsetscope.spark.tables changed)"
-        )
-    if missing:
+    existing = describe_table(spark, qualified)
+    plan = plan_migration(table, existing, cfg)
+    if not plan.additive:
+        raise TableSchemaMismatchError(mismatch_error(cfg, table, qualified, plan))
+    log = logging.getLogger(__name__)
+    if plan.add:
         spark.sql(
             f"ALTER TABLE {qualified} ADD COLUMNS ("
             + ", ".join(
-                f"{_quote(c.name)} {c.type} COMMENT {_sql_string(c.comment)}" for c in missing
+                f"{_quote(c.name)} {c.type} COMMENT {_sql_string(c.comment)}" for c in plan.add
             )
             + ")"
         )
-        fills = [(c, fill) for c in missing if (fill := _BACKFILL.get((table.logical, c.name)))]
+        log.info(
+            "%s: added columns %s (Delta version %d)",
+            qualified,
+            ", ".join(c.name for c in plan.add),
+            delta_version(spark, qualified),
+        )
+        fills = [(c, f) for c in plan.add if (f := _BACKFILL.get((table.logical, c.name)))]
         # Delta refuses an UPDATE of an append-only table: the flag is lifted for the backfill.
         with _updatable(spark, qualified, table.append_only and bool(fills)):
             for c, fill in fills:
-                logging.getLogger(__name__).info(
-                    "%s: filling the new column %s of the rows written before it", qualified, c.name
-                )
                 spark.sql(
                     f"UPDATE {qualified} SET {_quote(c.name)} = {fill(cfg)} "
                     f"WHERE {_quote(c.name)} IS NULL"
                 )
+                log.info(
+                    "%s: filled %s of the rows written before it (Delta version %d)",
+                    qualified,
+                    c.name,
+                    delta_version(spark, qualified),
+                )
+    if plan.cluster_by is not None:
+        columns = ", ".join(_quote(c) for c in plan.cluster_by)
+        spark.sql(f"ALTER TABLE {qualified} CLUSTER BY " + (f"({columns})" if columns else "NONE"))
+        log.info(
+            "%s: clustered by %s (Delta version %d; OPTIMIZE clusters the rows)",
+            qualified,
+            ", ".join(plan.cluster_by) or "nothing",
+            delta_version(spark, qualified),
+        )
+    if plan.properties:
+        props = ", ".join(
+            f"{_sql_string(k)} = {_sql_string(v)}" for k, v in plan.properties.items()
+        )
+        spark.sql(f"ALTER TABLE {qualified} SET TBLPROPERTIES ({props})")
+        log.info(
+            "%s: set %s (Delta version %d)",
+            qualified,
+            ", ".join(f"{k}={v}" for k, v in plan.properties.items()),
+            delta_version(spark, qualified),
+        )
+    _set_comments(spark, cfg, table, qualified, existing)
+
+
+def _set_comments(
+    spark: SparkSession, cfg: Config, table: TableSpec, qualified: str, existing: ExistingTable
+) -> None:
+    fields = {f.name: f for f in spark.table(qualified).schema.fields}
     for c in table.columns:
         have = fields[c.name].metadata.get("comment", "") if c.name in fields else c.comment
         if c.comment and have != c.comment:
@@ -1034,6 +1226,131 @@ def _updatable(spark: SparkSession, qualified: str, append_only: bool) -> Iterat
         yield
     finally:
         spark.sql(f"ALTER TABLE {qualified} SET TBLPROPERTIES ('delta.appendOnly' = 'true')")
+
+
+# A rewrite replaces the table (one commit) and then copies the rows of the version before it
+# (another): the property, set by the first and removed after the second, lets a rewrite that
+# was interrupted in between copy them when it is run again.
+_REWRITTEN_FROM = "offsetscope.rewrittenFrom"
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """What :func:`rewrite_table` did to one table."""
+
+    logical: str
+    qualified: str
+    changes: tuple[Incompatibility, ...]
+    from_version: int
+    version: int
+    rows: int
+
+
+def rewrite_projection(
+    cfg: Config, table: TableSpec, existing: ExistingTable, qualified: str
+) -> list[str]:
+    """The SELECT list that turns the rows of ``existing`` into rows of ``table``.
+
+    Raises:
+        TableSchemaMismatchError: a column that may not be null is new and nothing says how to
+            fill it (:data:`_BACKFILL`).
+    """
+    out = []
+    for c in table.written_columns:
+        name = _quote(c.name)
+        have = existing.columns.get(c.name)
+        fill = _BACKFILL.get((table.logical, c.name))
+        if have is not None:
+            value = name if same_type(have, c.type) else f"CAST({name} AS {c.type})"
+        elif fill is not None:
+            value = fill(cfg)
+        elif c.nullable:
+            value = f"CAST(NULL AS {c.type})"
+        else:
+            raise TableSchemaMismatchError(
+                f"table {qualified} ({table.logical}): column {c.name} is new and may not be "
+                "null, and offsetscope has no value for the rows already written: "
+                "rebuild the table from raw_records instead (drop it, then "
+                f"`offsetscope redecode --tables {table.logical} --env {cfg.env}`)"
+            )
+        out.append(f"{value} AS {name}")
+    return out
+
+
+def rewrite_table(spark: SparkSession, cfg: Config, logical: str) -> Rewrite | None:
+    """Rewrite one table to its declaration in place, keeping its Delta history.
+
+    The rows of the current version are cast to the declared types (new columns null or
+    filled as :data:`_BACKFILL` says), checked in full before anything is written, then the
+    table is replaced (``CREATE OR REPLACE TABLE``: same location and log, time travel to the
+    old versions still works) and refilled from the version before. Nothing happens to a
+    table whose differences are additive (``ensure_tables`` applies those).
+
+    Returns:
+        What was done, or None when nothing had to be.
+
+    Raises:
+        TableSchemaMismatchError: a column cannot be filled, or rows collide on a changed key.
+    """
+    table = CATALOGUE[logical]
+    qualified = table_name(cfg, logical)
+    existing = describe_table(spark, qualified)
+    pending = existing.properties.get(_REWRITTEN_FROM)
+    changes: tuple[Incompatibility, ...] = ()
+    if pending is None:
+        plan = plan_migration(table, existing, cfg)
+        if plan.additive:
+            return None
+        changes = plan.incompatible
+        source_version = delta_version(spark, qualified)
+        source = spark.sql(f"SELECT * FROM {qualified} VERSION AS OF {source_version}")
+        selected = source.selectExpr(*rewrite_projection(cfg, table, existing, qualified))
+        # Every cast evaluated (a value the new type cannot hold fails here, not half-way).
+        selected.write.format("noop").mode("overwrite").save()
+        key = [_quote(k) for k in table.key]
+        dupes = selected.groupBy(*key).count().where("count > 1").limit(1).collect()
+        if dupes:
+            raise TableSchemaMismatchError(
+                f"table {qualified} ({logical}): rows collide on the key "
+                f"({', '.join(table.key)}), e.g. {dupes[0].asDict()}"
+            )
+        spark.sql(
+            create_table_sql(cfg, table, replace=True, extra={_REWRITTEN_FROM: str(source_version)})
+        )
+    else:
+        source_version = int(pending)
+        # Read with the schema the rows had before the replacement.
+        existing = ExistingTable(
+            {
+                f.name: f.dataType.simpleString()
+                for f in spark.sql(
+                    f"SELECT * FROM {qualified} VERSION AS OF {source_version}"
+                ).schema
+            }
+        )
+    names = ", ".join(_quote(c.name) for c in table.written_columns)
+    projection = ", ".join(rewrite_projection(cfg, table, existing, qualified))
+    spark.sql(
+        f"INSERT INTO {qualified} ({names}) SELECT {projection} "
+        f"FROM {qualified} VERSION AS OF {source_version}"
+    )
+    rows = int(
+        spark.sql(f"DESCRIBE HISTORY {qualified} LIMIT 1")
+        .collect()[0]["operationMetrics"]
+        .get("numOutputRows", "0")
+    )
+    spark.sql(f"ALTER TABLE {qualified} UNSET TBLPROPERTIES ({_sql_string(_REWRITTEN_FROM)})")
+    version = delta_version(spark, qualified)
+    logging.getLogger(__name__).info(
+        "%s: rewritten to its declaration (%s): %d rows of version %d, now version %d",
+        qualified,
+        "; ".join(f"{i.column}: {i.change}" for i in changes) or "resumed",
+        rows,
+        source_version,
+        version,
+    )
+    _set_comments(spark, cfg, table, qualified, describe_table(spark, qualified))
+    return Rewrite(logical, qualified, changes, source_version, version, rows)
 
 
 def _table_comment(spark: SparkSession, cfg: Config, logical: str) -> str:
