@@ -108,11 +108,12 @@ def test_retention_deletes_by_time_and_prunes_the_date_partition() -> None:
 
 def test_downsampling_keeps_the_newest_row_per_key_and_interval() -> None:
     table = catalogue.spec("partition_lag")
-    assert maintenance.downsample_keys(table) == ("group_id", "topic", "partition")
+    # one row per interval of each group's partition in each cluster
+    assert maintenance.downsample_keys(table) == ("group_id", "topic", "partition", "cluster")
     sql = maintenance.downsample_sql(CFG, table, 7 * DAY, 3_600_000, NOW)
     assert (
-        "PARTITION BY `group_id`, `topic`, `partition`, floor(unix_millis(`as_of`) / 3600000)"
-        in sql
+        "PARTITION BY `group_id`, `topic`, `partition`, `cluster`, "
+        "floor(unix_millis(`as_of`) / 3600000)" in sql
     )
     assert "ORDER BY `as_of` DESC" in sql
     assert "WHERE _n > 1" in sql
@@ -121,7 +122,11 @@ def test_downsampling_keeps_the_newest_row_per_key_and_interval() -> None:
         in sql
     )
     assert sql.endswith("WHEN MATCHED THEN DELETE")
-    assert maintenance.downsample_keys(catalogue.spec("end_offsets")) == ("topic", "partition")
+    assert maintenance.downsample_keys(catalogue.spec("end_offsets")) == (
+        "topic",
+        "partition",
+        "cluster",
+    )
 
 
 def test_optimize_partitioned_tables_over_recent_days_and_the_cutoff_z_ordered_by_group() -> None:
@@ -272,7 +277,7 @@ def test_additive_changes_are_planned_in_place() -> None:
     assert plan.additive
     assert [c.name for c in plan.add] == ["offsetscope_own"]
     assert plan.cluster_by == ("group_id",)
-    assert plan.properties[catalogue.KEY_PROPERTY] == "group_id"
+    assert plan.properties[catalogue.KEY_PROPERTY] == "group_id,cluster"
 
 
 def test_changes_rows_prevent_are_named_with_the_command() -> None:
@@ -290,7 +295,10 @@ def test_changes_rows_prevent_are_named_with_the_command() -> None:
         ("lost_records", "type changed from int to bigint"),
         ("old_column", "removed or renamed"),
         ("as_of_date", "partitioning changed from ()"),
-        ("group_id, topic, partition, as_of", "key changed from (group_id,topic,partition)"),
+        (
+            "group_id, topic, partition, as_of, cluster",
+            "key changed from (group_id,topic,partition)",
+        ),
     }
     message = catalogue.mismatch_error(CFG, table, "`offsetscope`.`partition_lag`", plan)
     assert "`offsetscope`.`partition_lag` (partition_lag)" in message
