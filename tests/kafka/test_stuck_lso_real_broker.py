@@ -36,7 +36,8 @@ from offsetscope.verify.harness.clients import (
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.streaming]
 
 BOUND = "5s"
-TIMEOUT_MS = 60_000  # the transaction's own timeout: the broker aborts it then
+TIMEOUT_MS = 120_000  # the transaction's own timeout: the broker aborts it then
+STARTUP_S = 300.0  # the ingest query's tables and first batches
 
 
 class Traffic:
@@ -119,16 +120,25 @@ def test_an_open_transaction_holds_the_lso_until_the_broker_aborts_it(
         before.produce(topic, b"before", partition=0)
     assert before.flush(30) == 0
     txn = TransactionalProducer(bootstrap, txn_id, transaction_timeout_ms=TIMEOUT_MS).init()
-    txn.begin()
-    txn.send(topic, b"held", partition=0)
-    txn.leave_open()
-    opened = time.monotonic()
-    lso = list_offsets(bootstrap, [(topic, 0)], read_committed=True)[(topic, 0)]
-    assert lso == 5  # the open transaction's first offset
 
     query, _ = ingest.start(spark, stuck_cfg, query_name=f"stuck_{tag}")
     try:
         with Traffic(bootstrap, topic, group) as traffic:
+            # The query's first batches (tables, JVM warm-up) take longer than the bound on a
+            # small machine: the transaction opens once the query has read the group's commits,
+            # so its timeout measures detection, not start-up.
+            def reading() -> bool:
+                assert traffic.error is None, traffic.error
+                commits = spark.table(catalogue.table_name(stuck_cfg, "offset_commits"))
+                return commits.where(f"group_id = '{group}'").limit(1).count() > 0
+
+            wait_until(reading, STARTUP_S, "the ingest query to read the group's commits")
+            txn.begin()
+            txn.send(topic, b"held", partition=0)
+            txn.leave_open()
+            opened = time.monotonic()
+            first = list_offsets(bootstrap, [(topic, 0)], read_committed=True)[(topic, 0)]
+            assert first >= 5  # the open transaction's first offset, after the plain records
 
             def detected() -> bool:
                 assert traffic.error is None, traffic.error
@@ -137,7 +147,7 @@ def test_an_open_transaction_holds_the_lso_until_the_broker_aborts_it(
             wait_until(detected, TIMEOUT_MS / 1000, "the stuck partition in stuck_partitions")
             assert time.monotonic() - opened < TIMEOUT_MS / 1000  # before the broker aborted
             (row,) = _stuck(spark, stuck_cfg, topic)
-            assert (row.partition, row.last_stable_offset, row.first_offset) == (0, 5, 5)
+            assert (row.partition, row.last_stable_offset, row.first_offset) == (0, first, first)
             assert (row.cause, row.transactional_id, row.first_offset_source) == (
                 "open_transaction",
                 txn_id,
@@ -149,7 +159,7 @@ def test_an_open_transaction_holds_the_lso_until_the_broker_aborts_it(
             assert row.open_for_ms is not None
             assert row.open_for_ms >= 5_000
             assert row.blocked_groups == (group,)
-            assert row.high_watermark > 6  # plain records kept arriving after it
+            assert row.high_watermark > first + 1  # plain records kept arriving after it
             open_now = rules.stuck_lso(
                 rules.RuleInputs(
                     as_of=row.sampled_at,
@@ -172,7 +182,7 @@ def test_an_open_transaction_holds_the_lso_until_the_broker_aborts_it(
 
             wait_until(resolved, 3 * TIMEOUT_MS / 1000, "the LSO to move after the abort")
             assert time.monotonic() - opened >= TIMEOUT_MS / 1000
-            assert list_offsets(bootstrap, [(topic, 0)])[(topic, 0)] > 5
+            assert list_offsets(bootstrap, [(topic, 0)])[(topic, 0)] > first
         (done,) = _stuck(spark, stuck_cfg, topic)
         assert done.stuck_since == row.stuck_since
         assert done.resolved_at is not None
@@ -183,7 +193,8 @@ def test_an_open_transaction_holds_the_lso_until_the_broker_aborts_it(
         assert [r["outcome"] for r in txns.collect()] == ["aborted"]
         (closed,) = rules.stuck_lso(
             rules.RuleInputs(
-                as_of=done.sampled_at,
+                # the sample that saw the LSO move (sampled_at stays the last stuck sample)
+                as_of=done.updated_at,
                 since=None,
                 data_partitions=frozenset({f"{topic}:0"}),
                 stuck=(done,),

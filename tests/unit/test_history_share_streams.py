@@ -142,3 +142,28 @@ def test_overlay_lays_updates_over_the_ranges_they_cover(
     base = [ShareStateBatch(0, 9, 0, 1)]
     got = overlay(base, [ShareStateBatch(*u) for u in updates], start)
     assert got == tuple(ShareStateBatch(*e) for e in expected)
+
+
+@pytest.mark.parametrize(
+    ("start", "batches", "expected"),
+    [
+        (37, [], 37),
+        # the last acknowledgement persisted before the start offset moved past it
+        (36, [(36, 36, 2, 1)], 37),
+        (30, [(30, 33, 2, 1), (34, 35, 4, 5), (36, 36, 2, 1)], 37),
+        (30, [(30, 33, 2, 1), (34, 35, 0, 1), (36, 36, 2, 1)], 34),  # 34-35 still in flight
+        (30, [(31, 36, 2, 1)], 30),  # 30 unknown: not done
+    ],
+)
+def test_a_share_partition_is_done_through_its_start_and_the_acknowledged_batches_after_it(
+    start: int, batches: list[tuple[int, int, int, int]], expected: int
+) -> None:
+    from offsetscope.verify.share_streams import done_through
+
+    rows = [
+        dict(
+            zip(("first_offset", "last_offset", "delivery_state", "delivery_count"), b, strict=True)
+        )
+        for b in batches
+    ]
+    assert done_through({"start_offset": start, "batches": rows}) == expected
