@@ -323,3 +323,18 @@ def test_the_rewrite_casts_fills_and_refuses_what_it_cannot_fill() -> None:
         catalogue.TableSchemaMismatchError, match="redecode --tables groups_current"
     ):
         catalogue.rewrite_projection(CFG, table, _existing(table, drop=["kind"]), "q")
+
+
+def test_a_key_gaining_the_cluster_column_the_migration_adds_and_fills_is_additive() -> None:
+    """A table of one cluster, created before tables had ``cluster``: every row gets the
+    default cluster, so the rows stay unique under the longer key."""
+    table = catalogue.spec("partition_lag")
+    old = _existing(
+        table,
+        drop=["cluster"],
+        properties={catalogue.KEY_PROPERTY: "group_id,topic,partition,as_of"},
+    )
+    plan = catalogue.plan_migration(table, old, CFG)
+    assert plan.additive, plan.incompatible
+    assert [c.name for c in plan.add] == ["cluster"]
+    assert plan.properties[catalogue.KEY_PROPERTY] == "group_id,topic,partition,as_of,cluster"

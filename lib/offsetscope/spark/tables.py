@@ -1101,7 +1101,7 @@ def plan_migration(table: TableSpec, existing: ExistingTable, cfg: Config) -> Mi
             )
         )
     stored_key = existing.properties.get(KEY_PROPERTY)
-    if stored_key is not None and stored_key != ",".join(table.key):
+    if stored_key is not None and not _key_extends(table, stored_key.split(","), add):
         incompatible.append(
             Incompatibility(", ".join(table.key), f"key changed from ({stored_key})")
         )
@@ -1110,6 +1110,17 @@ def plan_migration(table: TableSpec, existing: ExistingTable, cfg: Config) -> Mi
         cluster_by = table.cluster_by
     properties = {k: v for k, v in table.properties(cfg).items() if existing.properties.get(k) != v}
     return MigrationPlan(tuple(add), cluster_by, properties, tuple(incompatible))
+
+
+def _key_extends(table: TableSpec, stored: Sequence[str], add: Sequence[ColumnSpec]) -> bool:
+    """Whether the declared key is the stored one, or the stored one plus columns this
+    migration adds and fills with one value for every row written before (the ``cluster``
+    column): the rows already written stay unique, so the change is additive."""
+    if list(table.key) == list(stored):
+        return True
+    filled = {c.name for c in add if (table.logical, c.name) in _BACKFILL}
+    rest = [k for k in table.key if k not in stored]
+    return [k for k in table.key if k in stored] == list(stored) and set(rest) <= filled
 
 
 def describe_table(spark: SparkSession, qualified: str) -> ExistingTable:
