@@ -1,6 +1,7 @@
 """A table an earlier release created (``tests/fixtures/delta/partition_lag``, made by
-``tests/support/delta_fixture.py``) is upgraded in place when a job starts: a new nullable
-column is added with its change logged and the table's history kept; a change that cannot be
+``tests/support/delta_fixture.py`` before tables had a ``cluster`` column) is upgraded in place
+when a job starts: new nullable columns are added with the change logged, ``cluster`` filled
+with the default cluster, and the table's history kept; a change that cannot be
 added (a type) stops the start naming the table, the column and ``offsetscope migrate``, which
 then rewrites the table keeping its history."""
 
@@ -42,14 +43,23 @@ def _history(spark: SparkSession, name: str) -> list[int]:
     return sorted(r["version"] for r in spark.sql(f"DESCRIBE HISTORY {name}").collect())
 
 
-def test_the_fixture_has_todays_schema_and_starts_unchanged(
-    spark: SparkSession, old_table: config.Config
+def test_the_fixture_gains_the_cluster_column_in_place_and_then_starts_unchanged(
+    spark: SparkSession, old_table: config.Config, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """The fixture predates the cluster column: its rows are one cluster's, the default one."""
     name = catalogue.table_name(old_table, LOGICAL)
     before = _history(spark, name)
-    catalogue.ensure_tables(spark, old_table, [LOGICAL])
-    assert _history(spark, name) == before, "today's declaration needs no change"
+    with caplog.at_level(logging.INFO, logger="offsetscope.spark.tables"):
+        catalogue.ensure_tables(spark, old_table, [LOGICAL])
+    added = [m for m in caplog.messages if m.startswith(f"{name}: added columns ")]
+    assert added == [f"{name}: added columns cluster (Delta version {before[-1] + 1})"]
+    clusters = spark.sql(f"SELECT DISTINCT cluster FROM {name}").collect()
+    assert [r["cluster"] for r in clusters] == [config.default_cluster(old_table)]
     assert spark.table(name).count() == delta_fixture.expected_rows()
+    assert _history(spark, name)[: len(before)] == before
+    upgraded = _history(spark, name)
+    catalogue.ensure_tables(spark, old_table, [LOGICAL])
+    assert _history(spark, name) == upgraded, "a second start changes nothing"
 
 
 def test_a_new_nullable_column_is_added_in_place_logged_and_the_history_kept(
@@ -67,7 +77,9 @@ def test_a_new_nullable_column_is_added_in_place_logged_and_the_history_kept(
         catalogue.ensure_tables(spark, old_table, [LOGICAL])
 
     version = catalogue.delta_version(spark, name)
-    assert f"{name}: added columns lag_note (Delta version {version})" in caplog.messages
+    # the cluster column (the fixture predates it) and the new one
+    (added,) = [m for m in caplog.messages if m.startswith(f"{name}: added columns ")]
+    assert added.startswith(f"{name}: added columns cluster, lag_note (Delta version ")
     rows = spark.sql(f"SELECT lag_note FROM {name}").collect()
     assert len(rows) == delta_fixture.expected_rows()
     assert {r["lag_note"] for r in rows} == {None}
@@ -76,7 +88,6 @@ def test_a_new_nullable_column_is_added_in_place_logged_and_the_history_kept(
     old = spark.sql(f"SELECT * FROM {name} VERSION AS OF {before[-1]}")
     assert old.count() == delta_fixture.expected_rows()
     assert "lag_note" not in old.columns
-    assert catalogue.delta_version(spark, name) == version
     catalogue.ensure_tables(spark, old_table, [LOGICAL])
     assert catalogue.delta_version(spark, name) == version, "a second start changes nothing"
 

@@ -1175,8 +1175,10 @@ def migrate(spark: SparkSession, cfg: Config, table: TableSpec, qualified: str) 
             delta_version(spark, qualified),
         )
         fills = [(c, f) for c in plan.add if (f := _BACKFILL.get((table.logical, c.name)))]
-        # Delta refuses an UPDATE of an append-only table: the flag is lifted for the backfill.
-        with _updatable(spark, qualified, table.append_only and bool(fills)):
+        # Delta refuses an UPDATE of an append-only table: the flag the table has now (not the
+        # declared one, which the properties below set) is lifted for the backfill.
+        appends_only = existing.properties.get("delta.appendOnly") == "true"
+        with _updatable(spark, qualified, appends_only and bool(fills)):
             for c, fill in fills:
                 spark.sql(
                     f"UPDATE {qualified} SET {_quote(c.name)} = {fill(cfg)} "
