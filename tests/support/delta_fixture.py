@@ -1,9 +1,11 @@
-"""The Delta table kept under ``tests/fixtures/delta/partition_lag``: ``partition_lag`` as this
-release creates it, with rows in three commits, so that later releases' tests upgrade a table
-an earlier one wrote (``tests/spark/test_table_evolution.py``, ``tests/spark/test_maintain.py``).
+"""The Delta table kept under ``tests/fixtures/delta/partition_lag``: ``partition_lag`` as a
+release before tables had a ``cluster`` column created it, with rows in three commits, so that
+later releases' tests upgrade a table an earlier one wrote
+(``tests/spark/test_table_evolution.py``, ``tests/spark/test_maintain.py``).
 
-Regenerate it only when the fixture itself must change (it is the *old* table; a new column in
-the catalogue is what the tests add to it)::
+Do not regenerate it for a new column (it is the *old* table: a new column in the catalogue is
+what the tests add to it, and the tests expect it without ``cluster``); the command, with the
+catalogue of that older release::
 
     flock /tmp/heavy.lock .venv/bin/python tests/support/delta_fixture.py
 
