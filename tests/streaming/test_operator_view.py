@@ -267,8 +267,9 @@ def test_group_commands_in_every_format(
     code, out, _ = _cli(world, capsys, "group", "describe", storm, *at)
     assert code == 0
     header = out.splitlines()[0].split(" | ")
-    assert [h.strip() for h in header][:7] == [
-        "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "LAG-SECONDS"
+    assert [h.strip() for h in header][:8] == [
+        "CLUSTER", "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+        "LAG-SECONDS",
     ]  # fmt: skip
     lag = world.queries(spark).lag(storm, world.window)
     assert len(out.splitlines()) == 2 + len(lag)
