@@ -5,7 +5,8 @@ turns a table's checks into a ``gx.ExpectationSuite`` (each expectation carries 
 ``meta``, so results and quarantined rows say which check failed). What every suite checks:
 
 * **keys**: every natural-key column is non-null, and no natural key appears twice in a batch
-  (a batch of upserts has one row per key);
+  (a batch of upserts has one row per key) -- within its cluster: a batch of several clusters
+  holds the same group ids and offsets once per cluster (``within``);
 * **state names**: group states are Kafka's names for classic and KIP-848 groups
   (:mod:`offsetscope.protocol.states`), transaction states the coordinator's
   (:class:`offsetscope.protocol.states.TransactionState`), and the fold's enumerations
@@ -72,18 +73,15 @@ def not_null(column: str) -> Check:
     )
 
 
-def unique(columns: Sequence[str]) -> Check:
+def unique(columns: Sequence[str], within: Sequence[str] = ()) -> Check:
+    """No two rows share ``columns`` (and ``within``, which the check's name leaves out: the
+    columns that scope the key, as ``cluster`` does)."""
     cols = tuple(columns)
-    if len(cols) == 1:
-        return Check(
-            f"unique:{cols[0]}", "ExpectColumnValuesToBeUnique", (("column", cols[0]),), cols
-        )
-    return Check(
-        f"unique:{','.join(cols)}",
-        "ExpectCompoundColumnsToBeUnique",
-        (("column_list", list(cols)),),
-        cols,
-    )
+    name = f"unique:{','.join(cols)}"
+    every = (*cols, *within)
+    if len(every) == 1:
+        return Check(name, "ExpectColumnValuesToBeUnique", (("column", every[0]),), every)
+    return Check(name, "ExpectCompoundColumnsToBeUnique", (("column_list", list(every)),), every)
 
 
 def in_set(column: str, values: Sequence[str]) -> Check:
@@ -216,8 +214,12 @@ _SPECIFIC: Mapping[str, tuple[Check, ...]] = {
 TABLES = tuple(sorted(_SPECIFIC))
 
 
-def checks_for(table: str, earliest: dt.datetime, latest: dt.datetime) -> tuple[Check, ...]:
-    """Every check of ``table``'s suite, timestamps bounded by ``[earliest, latest]``.
+def checks_for(
+    table: str, earliest: dt.datetime, latest: dt.datetime, *, within: Sequence[str] = ()
+) -> tuple[Check, ...]:
+    """Every check of ``table``'s suite, timestamps bounded by ``[earliest, latest]``; the key
+    is unique within ``within`` (the ``cluster`` column of rows that carry it: the history
+    tables' keys are a cluster's, and one batch writes every cluster's rows).
 
     Raises:
         KeyError: ``table`` has no suite.
@@ -227,7 +229,7 @@ def checks_for(table: str, earliest: dt.datetime, latest: dt.datetime) -> tuple[
     spec = history.TABLES[table]
     keys = tuple(spec.key)
     out = [not_null(c) for c in keys]
-    out.append(unique(keys))
+    out.append(unique(keys, within))
     out += [
         plausible_time(c.name, earliest, latest)
         for c in spec.field_columns

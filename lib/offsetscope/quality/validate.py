@@ -57,6 +57,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from offsetscope import clusters
 from offsetscope.clock import Clock, SystemClock
 from offsetscope.config import Config, QualityConfig, duration_ms
 from offsetscope.quality import suites
@@ -213,6 +214,13 @@ def _micros(value: dt.datetime) -> int:
     return (value.replace(tzinfo=dt.UTC) - epoch) // dt.timedelta(microseconds=1)
 
 
+def key_scope(columns: Sequence[str]) -> tuple[str, ...]:
+    """The columns a batch's natural keys are unique within: ``cluster`` when the rows carry
+    it (the writes of several clusters' rows of a table are one batch, in which a shared group
+    id or the same ``__consumer_offsets`` position appears once per cluster)."""
+    return (clusters.COLUMN,) if clusters.COLUMN in columns else ()
+
+
 def validate(
     df: DataFrame,
     table: str,
@@ -246,7 +254,7 @@ def validate(
     clock = clock or SystemClock()
     started = time.monotonic()
     now = clock.now_ms()
-    checks = suites.checks_for(table, *_bounds(settings, now))
+    checks = suites.checks_for(table, *_bounds(settings, now), within=key_scope(df.columns))
     limit = settings.pandas_max_rows if pandas_max_rows is None else pandas_max_rows
     result, rows = _run_suite(df, table, checks, limit)
     failing, expectations = _outcome(result, checks)
@@ -275,7 +283,7 @@ def validate_table(
     clock = clock or SystemClock()
     started = time.monotonic()
     now = clock.now_ms()
-    checks = suites.checks_for(table, *_bounds(settings, now))
+    checks = suites.checks_for(table, *_bounds(settings, now), within=key_scope(rows.schema.names))
     timestamps = {f.name for f in rows.schema if pa.types.is_timestamp(f.type)}
     columns = {
         c: _micros_array(rows.column(c)) if c in timestamps else rows.column(c)
