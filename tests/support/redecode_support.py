@@ -92,11 +92,11 @@ def older_decoder_tables(spark: SparkSession, cfg: config.Config, group: str) ->
           (internal_topic, record_partition, record_offset, record_timestamp, batch_producer_id,
            batch_producer_epoch, batch_is_transactional, kind, record_type, value_version,
            is_tombstone, error_class, error_message, field_path, byte_offset, unknown_reason,
-           key, value, disposition, ingest_batch_id)
+           key, value, disposition, ingest_batch_id, {catalogue.CLUSTER})
         SELECT topic, `partition`, `offset`, `timestamp`, producer_id, producer_epoch,
                is_transactional, 'unknown', CAST(2 AS SMALLINT), CAST({version} AS SMALLINT),
                false, NULL, NULL, NULL, NULL, '{reason}', key, value,
-               '{catalogue.SKIPPED_UNKNOWN}', ingest_batch_id
+               '{catalogue.SKIPPED_UNKNOWN}', ingest_batch_id, {catalogue.CLUSTER}
         FROM {catalogue.table_name(cfg, "raw_records")} WHERE {raw_where}
         """
     )
