@@ -461,6 +461,8 @@ def quarantine(
 
     columns = [c for c in failed_df.columns if c != FAILED]
     key_cols = list(key or history.TABLES[result.table_name].key)
+    # the same key in two clusters is two rows: the key names the cluster too
+    key_cols += [c for c in key_scope(columns) if c not in key_cols]
     rows = failed_df.select(
         F.lit(result.table_name).alias("table_name"),
         F.lit(result.batch_id).cast("bigint").alias("batch_id"),
