@@ -203,7 +203,12 @@ def test_results_and_quarantine_are_kept_once_and_the_failure_raises_an_alert(
     assert len(quarantine) == 6
     row = next(q for q in quarantine if "valid:state" in q["failed_expectations"])
     assert json.loads(row["row_json"])["state"] == "Rebalancing"
-    assert json.loads(row["row_key"]) == {"group_id": "g", "group_life": 0, "generation": 3}
+    assert json.loads(row["row_key"]) == {
+        "group_id": "g",
+        "group_life": 0,
+        "generation": 3,
+        "cluster": "default",
+    }
 
     # Only the quality rule: the others would read tables this test has no rows in.
     off = {
