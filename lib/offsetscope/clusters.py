@@ -11,7 +11,9 @@ cluster first:
 * per-group settings (``[alerts.<rule>.groups."<key>"]``): a key ``"<cluster>/<group or glob>"``
   applies in that cluster only, a key without a cluster prefix in every cluster
   (:func:`override_for`);
-* alert ids and subjects (:func:`subject`).
+* alerts: each is one cluster's (``alerts.cluster``), its id hashes the cluster but for the
+  default one (:meth:`offsetscope.alerts.model.Finding.in_cluster`), and a deployment of
+  several clusters names it in notifications (:func:`subject`).
 
 The history folds (:mod:`offsetscope.history`) know nothing of clusters: the pipeline folds
 each cluster's records apart and tags what comes out.
@@ -75,8 +77,8 @@ def override_for(
 
 
 def subject(cluster: str, subject_id: str, *, several: bool) -> str:
-    """An alert's subject: ``"<cluster>/<id>"`` when the deployment reads several clusters;
-    the id alone when it reads one, so a single-cluster deployment keeps its alert ids."""
+    """An alert's subject as notifications name it: ``"<cluster>/<id>"`` when the deployment
+    reads several clusters; the id alone when it reads one, whose messages need no cluster."""
     return f"{cluster}{SEPARATOR}{subject_id}" if several else subject_id
 
 

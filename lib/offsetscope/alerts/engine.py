@@ -1,9 +1,10 @@
 """One evaluation: rule findings reconciled with the alerts already stored.
 
-Pure: :func:`evaluate` takes the rows the rules read (:class:`~.rules.RuleInputs`) and the
-stored alerts that can be affected (every open alert of a subject in scope, and every stored
-alert a finding names), and returns the rows to write. The Spark side
-(:mod:`offsetscope.alerts.runner`) loads those inputs and MERGEs the result.
+Pure: :func:`evaluate` takes the rows the rules read (:class:`~.rules.RuleInputs`, one
+cluster's) and the stored alerts that can be affected (every open alert of a subject in scope,
+and every stored alert a finding names), and returns the rows to write. The Spark side
+(:mod:`offsetscope.alerts.runner`) loads those inputs per cluster, combines the clusters'
+evaluations (:func:`combine`) and MERGEs the result once.
 
 Reconciliation, per alert id:
 
@@ -13,20 +14,22 @@ Reconciliation, per alert id:
   reopening; :data:`~.model.VALID_PREVIOUS` says which moves exist). A stored *resolved* row
   stays as it is when the finding is resolved too: a resolved episode is final;
 * a finding whose id is not stored but whose episode overlaps a stored alert of the same rule,
-  subject and detail -> that alert, updated (it keeps its id, episode start and opening time).
+  subject, detail and cluster -> that alert, updated (it keeps its id, episode start and
+  opening time).
   An episode's start is read from the data, and records read later can move it earlier (a
   rebalance whose join completed before the batch cut but whose record was written after
   it); the episode keeps the identity it was first given, so it is never raised twice;
 * a stored open alert that no finding names, for a subject the rule evaluated -> resolved (the
   condition no longer holds: at the group's new state for a stuck group, at the transaction's
   completion for a hanging one, at the sample where the LSO moved for a stuck partition, else
-  as of the evaluation), or resolved because its rule is now disabled.
+  as of the evaluation), or resolved because its rule is now disabled. Only the alerts of the
+  evaluated cluster are in scope: another cluster's are its own evaluation's.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from offsetscope.alerts import rules
@@ -64,8 +67,15 @@ class Evaluation:
         return tuple(r for r in self.rows if r.status == AlertStatus.OPEN.value)
 
 
+def _cluster_of(row: AlertRow, inputs: rules.RuleInputs) -> str:
+    # A row without a cluster was written before alerts had one: the default cluster's.
+    return row.cluster if row.cluster is not None else inputs.default_cluster
+
+
 def in_scope(row: AlertRow, inputs: rules.RuleInputs) -> bool:
     """Whether the evaluation looked at the subject of ``row`` (only then can it resolve it)."""
+    if _cluster_of(row, inputs) != inputs.cluster:
+        return False
     if row.subject_kind in (GROUP, PARTITION, TOPIC):
         return row.subject in inputs.groups
     if row.subject_kind == DATA_PARTITION:
@@ -77,18 +87,20 @@ def in_scope(row: AlertRow, inputs: rules.RuleInputs) -> bool:
     return False
 
 
-def rule_enabled(cfg: AlertsConfig, row: AlertRow) -> bool:
-    """Whether the rule of ``row`` is enabled for its subject."""
+def rule_enabled(cfg: AlertsConfig, row: AlertRow, clusters: Collection[str] = ()) -> bool:
+    """Whether the rule of ``row`` is enabled for its subject in its cluster (``clusters``: the
+    deployment's cluster names, see :func:`~.rules.settings_for`)."""
     if not cfg.enabled:
         return False
     rule = getattr(cfg, row.rule)
+    cluster = row.cluster or ""
     if row.rule == LAG_THRESHOLD:
         # detail: "<topic>:<partition>/<level>" or "<topic>/<level>"
         where = row.detail.rpartition("/")[0]
         topic = where.rpartition(":")[0] if row.subject_kind == PARTITION else where
-        rule = rules.lag_threshold_settings(rule, row.subject, topic)
+        rule = rules.lag_threshold_settings(rule, row.subject, topic, cluster, clusters)
     elif hasattr(rule, "groups") and row.subject_kind in (GROUP, PARTITION):
-        rule = rules.settings_for(rule, row.subject)
+        rule = rules.settings_for(rule, row.subject, cluster, clusters)
     return bool(rule.enabled)
 
 
@@ -108,8 +120,8 @@ def _resolution_time(row: AlertRow, inputs: rules.RuleInputs) -> int:
     return inputs.as_of
 
 
-def _key(x: Finding | AlertRow) -> tuple[str, str, str, str]:
-    return (x.rule, x.subject_kind, x.subject, x.detail)
+def _key(x: Finding | AlertRow) -> tuple[str, str, str, str, str]:
+    return (x.rule, x.subject_kind, x.subject, x.detail, x.cluster or "")
 
 
 def _overlaps(a_start: int, a_end: int | None, b_start: int, b_end: int | None) -> bool:
@@ -123,7 +135,7 @@ def _adoptions(
     findings: Sequence[Finding], stored: Mapping[str, AlertRow], ids: set[str]
 ) -> dict[str, AlertRow]:
     """Finding id -> the stored alert of the same episode under another id (see above)."""
-    candidates: dict[tuple[str, str, str, str], list[AlertRow]] = {}
+    candidates: dict[tuple[str, str, str, str, str], list[AlertRow]] = {}
     for row in stored.values():
         if row.alert_id not in ids:
             candidates.setdefault(_key(row), []).append(row)
@@ -195,7 +207,7 @@ def reconcile(
     for aid, old in sorted(stored.items()):
         if aid in rows or old.status != AlertStatus.OPEN.value or not in_scope(old, inputs):
             continue
-        if rule_enabled(cfg, old):
+        if rule_enabled(cfg, old, inputs.clusters):
             at, why = _resolution_time(old, inputs), "the condition no longer holds"
         else:
             at, why = as_of, f"rule {old.rule} is disabled"
@@ -207,6 +219,18 @@ def reconcile(
         changed=tuple(changed[k] for k in sorted(changed)),
         previous=previous,
     )
+
+
+def combine(evaluations: Sequence[Evaluation], as_of: int) -> Evaluation:
+    """The evaluations of several clusters as one (to write in one MERGE).
+
+    Their alert ids are disjoint: an id hashes the cluster of every cluster but the default
+    one (:meth:`~.model.Finding.in_cluster`).
+    """
+    rows = sorted((r for e in evaluations for r in e.rows), key=lambda r: r.alert_id)
+    changed = sorted((r for e in evaluations for r in e.changed), key=lambda r: r.alert_id)
+    previous = {k: v for e in evaluations for k, v in e.previous.items()}
+    return Evaluation(as_of=as_of, rows=tuple(rows), changed=tuple(changed), previous=previous)
 
 
 def evaluate(

@@ -3,7 +3,10 @@
 Pure functions from an :class:`~offsetscope.alerts.notify.AlertEvent` to a request body; the
 notifiers (:mod:`offsetscope.alerts.notifiers`) send them. Every format carries the same
 facts -- the rule, the subject, severity, value and threshold, when the episode started and
-ended, the reason -- in the shape its service requires:
+ended, the reason -- in the shape its service requires. When the deployment reads several
+clusters the event names the alert's cluster (:attr:`~.notify.AlertEvent.cluster`): the subject
+reads ``<cluster>/<id>`` and a ``Cluster`` fact (an Alertmanager label) is added; with one
+cluster no message mentions it:
 
 * **Slack** incoming webhooks: ``{"text": ..., "blocks": [...]}`` -- ``text`` is what
   notifications and clients without blocks show; blocks are a ``header`` (plain text, at most
@@ -35,7 +38,6 @@ from typing import Any
 import jinja2
 import jinja2.sandbox
 
-from offsetscope.alerts.model import AlertRow
 from offsetscope.alerts.notify import RESOLVED, AlertEvent, iso
 
 SLACK_HEADER_MAX = 150
@@ -56,16 +58,18 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def subject_text(alert: AlertRow) -> str:
-    """``group payments``, ``partition payments orders:3``, ``transactional_id tx-1``."""
+def subject_text(event: AlertEvent) -> str:
+    """``group payments``, ``partition payments orders:3``, ``transactional_id tx-1``;
+    ``group east/payments`` when the event names cluster ``east``."""
+    alert = event.alert
     detail = f" {alert.detail}" if alert.subject_kind == "partition" and alert.detail else ""
-    return f"{alert.subject_kind} {alert.subject}{detail}"
+    return f"{alert.subject_kind} {event.subject}{detail}"
 
 
 def title(event: AlertEvent) -> str:
     """One line: ``CRITICAL rebalance_storm opened: group payments``."""
     a = event.alert
-    return f"{a.severity.upper()} {a.rule} {event.event}: {subject_text(a)}"
+    return f"{a.severity.upper()} {a.rule} {event.event}: {subject_text(event)}"
 
 
 def facts(event: AlertEvent) -> list[tuple[str, str]]:
@@ -73,7 +77,8 @@ def facts(event: AlertEvent) -> list[tuple[str, str]]:
     a = event.alert
     out = [
         ("Rule", a.rule),
-        ("Subject", subject_text(a)),
+        ("Subject", subject_text(event)),
+        *([("Cluster", event.cluster)] if event.cluster is not None else []),
         ("Severity", a.severity),
         ("Status", a.status),
         ("Value", f"{a.value:g}"),
@@ -187,7 +192,7 @@ def pagerduty_event(event: AlertEvent, routing_key: str, source: str) -> dict[st
             "source": source,
             "severity": PAGERDUTY_SEVERITY[a.severity],
             "timestamp": iso(a.opened_at),
-            "component": subject_text(a),
+            "component": subject_text(event),
             "group": a.subject_kind,
             "class": a.rule,
             "custom_details": details,
@@ -220,6 +225,8 @@ def alertmanager_alerts(
     }
     if a.detail:
         own["detail"] = a.detail
+    if event.cluster is not None:
+        own["cluster"] = event.cluster
     ends = a.resolved_at if a.resolved_at is not None else now_ms + valid_ms
     annotations = {"summary": title(event), "description": a.reason}
     annotations.update({label.lower().replace(" ", "_"): value for label, value in facts(event)})

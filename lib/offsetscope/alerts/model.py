@@ -1,12 +1,14 @@
 """Alerts as rows: the ``alerts`` table's row, its deterministic id, and its life cycle.
 
 An alert is one *episode* of one rule's condition for one subject (a group, a group's partition,
-a transactional id, a table). Its id is a hash of ``(rule, subject kind, subject, detail,
-episode)``, where the episode is a time or number read from the data (the rebalance that pushed
-a group over the storm threshold, the start of a stuck rebalance, the transaction's start), never
-the time the rule happened to be evaluated. So evaluating the same data again -- a replayed
-micro-batch, a restarted job, a second evaluation later -- yields the same id, and a MERGE on it
-never raises an alert twice.
+a transactional id, a table) in one Kafka cluster. Its id is a hash of ``(rule, subject kind,
+subject, detail, episode)`` -- and of the cluster, for every cluster but the deployment's default
+one (``[sources] cluster``) -- where the episode is a time or number read from the data (the
+rebalance that pushed a group over the storm threshold, the start of a stuck rebalance, the
+transaction's start), never the time the rule happened to be evaluated. So evaluating the same
+data again -- a replayed micro-batch, a restarted job, a second evaluation later -- yields the
+same id, and a MERGE on it never raises an alert twice; the same group id in two clusters has
+two ids.
 
 Life cycle (an Enum plus the table of valid previous states)::
 
@@ -25,6 +27,7 @@ episode of the same condition is a new alert with a new id.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -113,7 +116,14 @@ TRANSACTIONAL_ID = "transactional_id"
 TABLE = "table"
 
 
-def alert_id(rule: str, subject_kind: str, subject: str, detail: str, episode: int) -> str:
+def alert_id(
+    rule: str,
+    subject_kind: str,
+    subject: str,
+    detail: str,
+    episode: int,
+    cluster: str | None = None,
+) -> str:
     """The deterministic id of one episode of one rule for one subject.
 
     Args:
@@ -125,12 +135,17 @@ def alert_id(rule: str, subject_kind: str, subject: str, detail: str, episode: i
             matters, else empty.
         episode: the episode's start (epoch ms) or, where the data has no time for it, a
             number from the data (a generation).
+        cluster: the cluster, for any but the deployment's default one; None for the default
+            cluster (see :meth:`Finding.in_cluster`).
 
     Returns:
         32 hex digits (the first 128 bits of a SHA-256 over the parts, NUL-separated, so no
         two different part lists share an input).
     """
-    text = "\x00".join((rule, subject_kind, subject, detail, str(episode)))
+    parts: tuple[str, ...] = (rule, subject_kind, subject, detail, str(episode))
+    if cluster is not None:
+        parts = (*parts, cluster)
+    text = "\x00".join(parts)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
@@ -158,10 +173,34 @@ class Finding:
     producer_id: int | None = None
     producer_epoch: int | None = None
     evidence: tuple[tuple[str, str], ...] = ()
+    # The rules know nothing of clusters: the cluster whose rows they read is set afterwards
+    # (in_cluster). Empty: none named (the rules' own tests).
+    cluster: str = ""
+    cluster_in_id: bool = False
 
     @property
     def alert_id(self) -> str:
-        return alert_id(self.rule, self.subject_kind, self.subject, self.detail, self.episode)
+        return alert_id(
+            self.rule,
+            self.subject_kind,
+            self.subject,
+            self.detail,
+            self.episode,
+            self.cluster if self.cluster_in_id else None,
+        )
+
+    def in_cluster(self, cluster: str, *, default: str) -> Finding:
+        """The finding as one of ``cluster``'s, whose id hashes the cluster unless it is the
+        deployment's ``default`` one.
+
+        The default cluster's ids hash no cluster so that a deployment that read one cluster
+        before alerts knew of clusters -- all its rows are the default cluster's -- keeps the
+        ids of the alerts it stored, open ones included, when it is upgraded and when it adds
+        clusters; an id that changed would raise every open alert again and orphan the stored
+        one. Every other cluster's ids hash its name, so the same group id in two clusters is
+        two alerts.
+        """
+        return dataclasses.replace(self, cluster=cluster, cluster_in_id=cluster != default)
 
     @property
     def status(self) -> AlertStatus:
@@ -196,6 +235,9 @@ class AlertRow:
     evidence: tuple[tuple[str, str], ...]  # map<string,string>, sorted by key
     first_batch_id: int
     last_batch_id: int
+    # Last, where a table created before the column existed gains it (ALTER TABLE ... ADD
+    # COLUMNS); None only in rows written before it, which the migration fills.
+    cluster: str | None = None
 
     @property
     def alert_status(self) -> AlertStatus:
@@ -229,6 +271,7 @@ def _content(row: AlertRow) -> tuple[object, ...]:
         row.producer_id,
         row.producer_epoch,
         row.evidence,
+        row.cluster,
     )
 
 
@@ -271,6 +314,7 @@ def to_row(finding: Finding, *, as_of: int, batch_id: int, stored: AlertRow | No
         evidence=tuple(sorted(finding.evidence)),
         first_batch_id=stored.first_batch_id if stored is not None else batch_id,
         last_batch_id=batch_id,
+        cluster=finding.cluster or None,
     )
 
 

@@ -258,6 +258,7 @@ class QueuedNotifier:
             error,
             queued,
             self.clock.now_ms(),
+            event.alert.cluster,
         )
         if status != DELIVERED:
             log.warning(

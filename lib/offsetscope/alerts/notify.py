@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from offsetscope import logs
+from offsetscope import clusters, logs
 from offsetscope.alerts.model import AlertRow, AlertStatus, Severity
 from offsetscope.clock import Clock, SystemClock
 from offsetscope.config import NotifyConfig, duration_ms
@@ -52,10 +52,23 @@ def iso(ms: int | None) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class AlertEvent:
-    """Something to tell about an alert: it opened, or it resolved."""
+    """Something to tell about an alert: it opened, or it resolved.
+
+    ``cluster`` is the cluster the messages name: the alert's when the deployment reads several
+    clusters, None when it reads one (a single cluster's messages read as they always did).
+    """
 
     event: str
     alert: AlertRow
+    cluster: str | None = None
+
+    @property
+    def subject(self) -> str:
+        """The alert's subject as people read it: ``<cluster>/<id>`` when a cluster is named."""
+        a = self.alert
+        if self.cluster is None:
+            return a.subject
+        return clusters.subject(self.cluster, a.subject, several=True)
 
     def payload(self) -> dict[str, Any]:
         """The generic webhook's JSON body (times as ISO 8601 UTC)."""
@@ -65,6 +78,7 @@ class AlertEvent:
             "event": self.event,
             "alert": {
                 "alert_id": a.alert_id,
+                "cluster": a.cluster,
                 "rule": a.rule,
                 "subject_kind": a.subject_kind,
                 "subject": a.subject,
@@ -90,7 +104,9 @@ class AlertEvent:
     def line(self) -> str:
         """A one-line log message."""
         a = self.alert
-        return f"alert {self.event} [{a.severity}] {a.rule} {a.subject} ({a.alert_id}): {a.reason}"
+        return (
+            f"alert {self.event} [{a.severity}] {a.rule} {self.subject} ({a.alert_id}): {a.reason}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +122,7 @@ class NotificationOutcome:
     error: str | None
     queued_at: int
     finished_at: int
+    cluster: str | None = None  # the alert's (alerts.cluster); last, as in the table
 
 
 class Notifier(Protocol):
@@ -164,6 +181,7 @@ class LogNotifier:
                 error,
                 now,
                 now,
+                event.alert.cluster,
             )
         )
 
@@ -193,6 +211,8 @@ class Dispatcher:
         notifiers: where events go.
         cfg: ``[alerts.notify]``.
         clock: for the times of outcomes the dispatcher decides itself (skips) and of re-sends.
+        name_clusters: name each alert's cluster in its events (a deployment of several
+            clusters, where the same group id can be in two).
     """
 
     def __init__(
@@ -201,8 +221,10 @@ class Dispatcher:
         cfg: NotifyConfig,
         *,
         clock: Clock | None = None,
+        name_clusters: bool = False,
     ) -> None:
         self.notifiers = list(notifiers)
+        self.name_clusters = name_clusters
         self.events = frozenset(cfg.events)
         self.backfill_ms = duration_ms(cfg.backfill_age)
         self.clock: Clock = clock or SystemClock()
@@ -230,6 +252,9 @@ class Dispatcher:
         # None: sent by an earlier process, whose send time is unknown -- due now.
         return last is None or now - last >= notifier.resend_ms
 
+    def _event(self, event: str, row: AlertRow) -> AlertEvent:
+        return AlertEvent(event, row, row.cluster if self.name_clusters else None)
+
     def _submit(self, notifier: Notifier, event: AlertEvent, now: int) -> None:
         if event.event == OPENED and notifier.resend_ms is not None:
             self._last_opened[(event.alert.alert_id, notifier.name)] = now
@@ -254,7 +279,7 @@ class Dispatcher:
                         # unless the notifier wants open alerts again.
                         self._sent.add(key)
                         if event == OPENED and self._resend_due(row, notifier, now):
-                            self._submit(notifier, AlertEvent(event, row), now)
+                            self._submit(notifier, self._event(event, row), now)
                             submitted += 1
                         continue
                     why = self._skip_reason(row, event, notifier, as_of, skipped_open)
@@ -265,11 +290,20 @@ class Dispatcher:
                             skipped_open = True
                         self._decided.append(
                             NotificationOutcome(
-                                row.alert_id, event, notifier.name, SKIPPED, 0, None, why, now, now
+                                row.alert_id,
+                                event,
+                                notifier.name,
+                                SKIPPED,
+                                0,
+                                None,
+                                why,
+                                now,
+                                now,
+                                row.cluster,
                             )
                         )
                         continue
-                    self._submit(notifier, AlertEvent(event, row), now)
+                    self._submit(notifier, self._event(event, row), now)
                     submitted += 1
         return submitted
 

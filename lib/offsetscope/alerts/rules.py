@@ -32,8 +32,11 @@ hanging_transaction    transactional id /           ``hanging_transactions``: op
 quality                table / first failing batch  the table's quality suite failed
 =====================  ===========================  =============================================
 
-Per-group overrides (``[alerts.<rule>.groups."<id or glob>"]``): an exact group id wins over
-glob patterns, which are tried in the order written. ``lag_threshold`` also has per-topic ones
+Per-group overrides (``[alerts.<rule>.groups."<key>"]``): a key ``"<cluster>/<id or glob>"``
+applies to the groups of that cluster only, a key without a cluster to the groups of every
+cluster; the exact id in the group's cluster wins, then the exact id, then the glob patterns in
+the order written (:func:`offsetscope.clusters.override_for`). The rules read one cluster's rows
+at a time (:attr:`RuleInputs.cluster`). ``lag_threshold`` also has per-topic ones
 (``[alerts.lag_threshold.topics."<name or glob>"]``), applied before the group's.
 
 ``lag_stall`` or ``lag_threshold``? Burrow's evaluation needs no threshold: it flags a group
@@ -49,10 +52,11 @@ import bisect
 import dataclasses
 import fnmatch
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from offsetscope import clusters as clusters_mod
 from offsetscope.alerts.episodes import Episode, change_points, find_episodes
 from offsetscope.alerts.model import (
     DATA_LOSS,
@@ -112,6 +116,11 @@ class RuleInputs:
         transactional_ids: transactional ids in scope.
         tables: tables in scope (quality rule).
         data_partitions: data partitions in scope, as ``topic:partition`` (stuck_lso rule).
+        cluster: the cluster every row is of ("": none named); per-group overrides are read
+            for it, and the findings are its (:meth:`~.model.Finding.in_cluster`).
+        clusters: the deployment's clusters, which tell a cluster prefix of an override key
+            from a group id holding a "/".
+        default_cluster: ``[sources] cluster``, whose alert ids hash no cluster.
     """
 
     as_of: int
@@ -128,28 +137,44 @@ class RuleInputs:
     transactions: tuple[TransactionRow, ...] = ()
     quality: tuple[QualityResultRow, ...] = ()
     stuck: tuple[StuckPartitionRow, ...] = ()
+    cluster: str = ""
+    clusters: frozenset[str] = frozenset()
+    default_cluster: str = ""
 
 
-def _override(groups: Mapping[str, T], group: str) -> T | None:
-    if group in groups:
-        return groups[group]
-    for pattern, value in groups.items():
-        if fnmatch.fnmatchcase(group, pattern):
+def _override(overrides: Mapping[str, T], key: str) -> T | None:
+    """A topic's override: the exact name, then the globs in the order written."""
+    if key in overrides:
+        return overrides[key]
+    for pattern, value in overrides.items():
+        if fnmatch.fnmatchcase(key, pattern):
             return value
     return None
 
 
-def settings_for(rule: Any, group: str) -> Any:
-    """A group-keyed rule's settings with the group's override applied (unset keys inherited)."""
-    override = _override(rule.groups, group)
+def _apply(settings: Any, override: Any) -> Any:
+    """``settings`` with the keys ``override`` sets (unset keys inherited)."""
     if override is None:
-        return rule
+        return settings
     changes = {
         f.name: getattr(override, f.name)
         for f in dataclasses.fields(override)
         if getattr(override, f.name) is not None
     }
-    return dataclasses.replace(rule, **changes)
+    return dataclasses.replace(settings, **changes)
+
+
+def settings_for(rule: Any, group: str, cluster: str = "", clusters: Collection[str] = ()) -> Any:
+    """A group-keyed rule's settings for ``group`` of ``cluster``, with the group's override
+    applied (see the module docstring; unset keys inherited).
+
+    Args:
+        rule: the rule's settings (``[alerts.<rule>]``).
+        group: the group id.
+        cluster: the group's cluster ("": none, so only keys without a cluster apply).
+        clusters: the deployment's cluster names (a key's prefix is a cluster only if named).
+    """
+    return _apply(rule, clusters_mod.override_for(rule.groups, cluster, group, clusters))
 
 
 def _by(rows: Iterable[T], key: Any) -> dict[Any, list[T]]:
@@ -196,7 +221,7 @@ def rebalance_storm(inputs: RuleInputs, cfg: AlertsConfig) -> list[Finding]:
     out: list[Finding] = []
     by_group = _by(inputs.generations, lambda r: r.group_id)
     for group in sorted(inputs.groups):
-        s = settings_for(rule, group)
+        s = settings_for(rule, group, inputs.cluster, inputs.clusters)
         rows = by_group.get(group, [])
         if not s.enabled or not rows:
             continue
@@ -261,7 +286,7 @@ def member_churn(inputs: RuleInputs, cfg: AlertsConfig) -> list[Finding]:
     out: list[Finding] = []
     by_group = _by(inputs.sessions, lambda r: r.group_id)
     for group in sorted(inputs.groups):
-        s = settings_for(rule, group)
+        s = settings_for(rule, group, inputs.cluster, inputs.clusters)
         sessions = [x for x in by_group.get(group, []) if x.joined_at <= inputs.as_of]
         if not s.enabled or not sessions:
             continue
@@ -408,7 +433,7 @@ def _partitions_to_check(
     for key, rows in sorted(_partitions(inputs.lag).items()):
         if key[0] not in inputs.groups:
             continue
-        s = settings_for(rule, key[0])
+        s = settings_for(rule, key[0], inputs.cluster, inputs.clusters)
         if s.enabled:
             yield key, rows, s
 
@@ -528,22 +553,14 @@ def data_loss(inputs: RuleInputs, cfg: AlertsConfig) -> list[Finding]:
 LEVELS = ("warning", "critical")
 
 
-def lag_threshold_settings(rule: Any, group: str, topic: str) -> Any:
-    """``lag_threshold``'s settings for a group on a topic: the topic's override, then the
-    group's (unset keys inherited)."""
-    s = rule
-    for overrides, key in ((rule.topics, topic), (rule.groups, group)):
-        override = _override(overrides, key)
-        if override is not None:
-            s = dataclasses.replace(
-                s,
-                **{
-                    f.name: getattr(override, f.name)
-                    for f in dataclasses.fields(override)
-                    if getattr(override, f.name) is not None
-                },
-            )
-    return s
+def lag_threshold_settings(
+    rule: Any, group: str, topic: str, cluster: str = "", clusters: Collection[str] = ()
+) -> Any:
+    """``lag_threshold``'s settings for a group of ``cluster`` on a topic: the topic's
+    override, then the group's (unset keys inherited; ``cluster`` and ``clusters`` as for
+    :func:`settings_for`)."""
+    s = _apply(rule, _override(rule.topics, topic))
+    return _apply(s, clusters_mod.override_for(rule.groups, cluster, group, clusters))
 
 
 @dataclass(frozen=True, slots=True)
@@ -660,7 +677,7 @@ def lag_threshold(inputs: RuleInputs, cfg: AlertsConfig) -> list[Finding]:
     for (group, topic), rows in sorted(by_topic.items()):
         subjects.append(("topic", group, topic, topic, topic_observations(rows)))
     for scope, group, topic, where, obs in subjects:
-        s = lag_threshold_settings(rule, group, topic)
+        s = lag_threshold_settings(rule, group, topic, inputs.cluster, inputs.clusters)
         if not s.enabled or scope not in s.scopes:
             continue
         hold = duration_ms(s.duration)
@@ -975,13 +992,14 @@ RULE_FUNCTIONS = (
 
 
 def find_all(inputs: RuleInputs, cfg: AlertsConfig) -> list[Finding]:
-    """Every rule's findings for ``inputs`` (an ``[alerts] enabled = false`` finds nothing)."""
+    """Every rule's findings for ``inputs`` (an ``[alerts] enabled = false`` finds nothing),
+    as findings of ``inputs.cluster``."""
     if not cfg.enabled:
         return []
     out: list[Finding] = []
     for _, rule in RULE_FUNCTIONS:
         out.extend(rule(inputs, cfg))
-    return out
+    return [f.in_cluster(inputs.cluster, default=inputs.default_cluster) for f in out]
 
 
 def max_window_ms(cfg: AlertsConfig) -> int:

@@ -9,26 +9,35 @@ Two ways in, one evaluation:
   of ``fold_state``; each micro-batch names the groups and transactional ids whose history moved
   and the ingest batches that moved them.
 
-Per evaluation (:meth:`AlertsRunner.evaluate`):
+Per evaluation (:meth:`AlertsRunner.evaluate`); steps 2 and 3 are taken for each cluster of the
+deployment apart (``[clusters.<name>]``): every table is read filtered to the cluster's rows, so
+the same group id in two clusters is two subjects, and each cluster's alerts are its own.
 
 1. **When**: with ``time_source = "event_time"`` the rules are evaluated as of the newest record
    the ingest query had read by the last ingest batch covered (``batch_audit.event_time``), so a
    replay of old logs raises the alerts of that time, and re-running an evaluation gives the
    same answer. The horizon (episodes over before it are not looked at again) is the previous
    ingest batch's event time, or ``lookback`` before ``as_of`` if that is earlier.
-2. **Who**: the changed groups and transactional ids, the subjects of open alerts (so they can
-   resolve as time passes), groups with new ``partition_lag`` rows (a stalled consumer commits
-   nothing), KIP-848 groups in Assigning/Reconciling, transactions still open (a hanging one
-   writes nothing), and tables with quality results.
+2. **Who**: the cluster's changed groups and transactional ids, the subjects of its open alerts
+   (so they can resolve as time passes), groups with new ``partition_lag`` rows (a stalled
+   consumer commits nothing), KIP-848 groups in Assigning/Reconciling, transactions still open
+   (a hanging one writes nothing), and tables with quality results. The clusters are the
+   configured ones and any other with open alerts (a cluster ``[clusters]`` no longer names:
+   its alerts still resolve). The quality tables are the deployment's, not a cluster's: their
+   alerts are the default cluster's (``[sources] cluster``), or the first configured cluster's
+   when ``[clusters]`` does not name the default one.
 3. **What**: their ``group_generations``, ``member_sessions``, ``partition_lag`` (the last
    ``intervals`` observations before the horizon and all after it), ``transactions``,
    ``groups_current`` and KIP-848 fold states, reaching back to the start of their open alerts;
    the ``stuck_partitions`` episodes detected by then and not over by the horizon.
-4. **Write**: :func:`offsetscope.alerts.engine.evaluate`, then one MERGE of the changed rows into
-   ``alerts`` under Delta's idempotency marker (app id ``<alerts query>:alerts:merge``, version =
-   the evaluating batch id): a replayed batch writes nothing twice.
+4. **Write**: :func:`offsetscope.alerts.engine.evaluate` per cluster, then the clusters' rows
+   combined (their alert ids differ) in one MERGE into ``alerts`` under Delta's idempotency
+   marker (app id ``<alerts query>:alerts:merge``, version = the evaluating batch id): a
+   replayed batch writes nothing twice. A MERGE per cluster would not do: the marker lets one
+   commit per app id and version through, so the second cluster's would be dropped.
 5. **Tell**: after the commit, the :class:`~.notify.Dispatcher` submits the events not yet in
-   ``alert_notifications``; outcomes (delivered, failed, dropped, skipped) are MERGEd into it at
+   ``alert_notifications`` (naming the cluster when there are several); outcomes (delivered,
+   failed, dropped, skipped) are MERGEd into it at
    the next evaluation and when the runner closes. Nothing here waits for a webhook.
 """
 
@@ -39,7 +48,6 @@ import logging
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -61,13 +69,14 @@ from offsetscope.alerts.model import (
 )
 from offsetscope.alerts.notifiers import build_notifiers
 from offsetscope.alerts.notify import Dispatcher, NotificationOutcome, Notifier
+from offsetscope.alerts.scope import ChangedKeys
 from offsetscope.clock import Clock, SystemClock
 from offsetscope.config import (
     Config,
-    InvalidConfigError,
     clusters,
     default_cluster,
     duration_ms,
+    for_cluster,
     is_own_group,
 )
 from offsetscope.history.groups import GroupState
@@ -97,34 +106,6 @@ _READS = (
     "fold_state",
     "batch_audit",
 )
-
-
-@dataclass(frozen=True, slots=True)
-class ChangedKeys:
-    """The subjects whose history moved: what an evaluation must look at (besides open alerts).
-
-    ``ingest_batches`` are the ingest batch ids that moved them (``fold_state.updated_batch_id``):
-    the last one bounds ``as_of``, the first one the horizon.
-    """
-
-    groups: frozenset[str] = frozenset()
-    transactional_ids: frozenset[str] = frozenset()
-    ingest_batches: frozenset[int] = frozenset()
-
-    @classmethod
-    def from_fold_rows(cls, rows: Iterable[tuple[str, str, int | None]]) -> ChangedKeys:
-        """From ``(fold, key, updated_batch_id)`` rows of the ``fold_state`` table."""
-        groups: set[str] = set()
-        txns: set[str] = set()
-        batches: set[int] = set()
-        for fold, key, batch in rows:
-            if fold == fold_state.GROUP:
-                groups.add(key)
-            elif fold == fold_state.TXN:
-                txns.add(key)
-            if batch is not None:
-                batches.add(int(batch))
-        return cls(frozenset(groups), frozenset(txns), frozenset(batches))
 
 
 def _in(column: str, values: Iterable[str]) -> Column:
@@ -169,14 +150,6 @@ class AlertsRunner:
         clock: Clock | None = None,
         notifiers: Sequence[Notifier] | None = None,
     ) -> None:
-        # The rules read the history tables without telling clusters apart (the same group id
-        # in two clusters would be one subject): one cluster's tables only.
-        if len(clusters(cfg)) > 1:
-            raise InvalidConfigError(
-                "clusters",
-                "the alert rules evaluate a single cluster; a deployment of several clusters "
-                "cannot run them yet (docs/design.md, 'Several clusters')",
-            )
         self.cfg = cfg
         self.settings = cfg.alerts
         self.query_name = query_name or cfg.alerts.query_name
@@ -184,7 +157,15 @@ class AlertsRunner:
         self._notifiers = notifiers
         self._dispatcher: Dispatcher | None = None
         self._ready = False
-        self._open_txns: set[str] | None = None
+        self._open_txns: dict[str, set[str]] = {}  # per cluster, once read
+        self._default = default_cluster(cfg)
+        self._clusters = frozenset(clusters(cfg))
+        self._cluster_cfgs = {name: for_cluster(cfg, name) for name in self._clusters}
+        # The quality tables are the deployment's, not a cluster's: their alerts go with the
+        # default cluster, whose ids hash no cluster (see Finding.in_cluster).
+        self._quality_cluster = (
+            self._default if self._default in self._clusters else min(self._clusters)
+        )
         self.evaluations: list[engine.Evaluation] = []
         self.timings: list[dict[str, float]] = []  # seconds per phase, per evaluation
 
@@ -201,11 +182,39 @@ class AlertsRunner:
 
             resolver = resolver_for(spark)
             self._notifiers = build_notifiers(self.settings, resolver.resolve, clock=self.clock)
-        self._dispatcher = Dispatcher(self._notifiers, self.settings.notify, clock=self.clock)
+        self._dispatcher = Dispatcher(
+            self._notifiers,
+            self.settings.notify,
+            clock=self.clock,
+            name_clusters=len(self._clusters) > 1,
+        )
         self._ready = True
 
     def _table(self, logical: str) -> DataFrame:
         return self._spark.table(catalogue.table_name(self.cfg, logical))
+
+    def _rows_of(self, logical: str, cluster: str) -> DataFrame:
+        """The rows of one cluster in a table of the catalogue."""
+        return self._table(logical).where(F.col(catalogue.CLUSTER) == F.lit(cluster))
+
+    def _alerts(self) -> DataFrame:
+        return self._spark.table(qtables.qualified_name(self.cfg, alert_tables.ALERTS))
+
+    def _cluster_col(self) -> Column:
+        # A row without a cluster was written before the column was filled: the default's.
+        return F.coalesce(F.col(catalogue.CLUSTER), F.lit(self._default))
+
+    def _evaluated_clusters(self, changed: ChangedKeys) -> list[str]:
+        """The clusters an evaluation looks at, in order: every configured one, any other whose
+        keys changed, and any other with open alerts (so that they can resolve)."""
+        open_in = (
+            self._alerts()
+            .where(F.col("status") == F.lit(AlertStatus.OPEN.value))
+            .select(self._cluster_col())
+            .distinct()
+            .collect()
+        )
+        return sorted(self._clusters | changed.clusters | {r[0] for r in open_in})
 
     # ------------------------------------------------------------------ entry points
 
@@ -218,10 +227,10 @@ class AlertsRunner:
         rows = (
             self._table("fold_state")
             .where(F.col("updated_batch_id") == F.lit(ingest_batch_id))
-            .select("fold", "key", "updated_batch_id")
+            .select(catalogue.CLUSTER, "fold", "key", "updated_batch_id")
             .collect()
         )
-        changed = ChangedKeys.from_fold_rows((r[0], r[1], r[2]) for r in rows)
+        changed = ChangedKeys.from_fold_rows((r[0], r[1], r[2], r[3]) for r in rows)
         changed = dataclasses.replace(changed, ingest_batches=frozenset({ingest_batch_id}))
         return self.evaluate(spark, ingest_batch_id, changed)
 
@@ -230,13 +239,13 @@ class AlertsRunner:
         spark = batch_df.sparkSession
         rows = (
             batch_df.where(F.col("_change_type") != F.lit("update_preimage"))
-            .select("fold", "key", "updated_batch_id")
+            .select(catalogue.CLUSTER, "fold", "key", "updated_batch_id")
             .distinct()
             .collect()
         )
         if not rows:
             return
-        changed = ChangedKeys.from_fold_rows((r[0], r[1], r[2]) for r in rows)
+        changed = ChangedKeys.from_fold_rows((r[0], r[1], r[2], r[3]) for r in rows)
         self.evaluate(spark, batch_id, changed)
 
     # ------------------------------------------------------------------ evaluation
@@ -303,17 +312,21 @@ class AlertsRunner:
 
         reach = None if since is None else since - rules.max_window_ms(self.settings)
         timings: dict[str, float] = {}
-        with _timed(timings, "scope"):
-            groups, txns = self._scope(changed, as_of, since)
-        with _timed(timings, "stored alerts"):
-            stored = self._stored(groups | txns, reach)
-        with _timed(timings, "inputs"):
-            inputs = self._inputs(groups, txns, stored, as_of, since)
-        with _timed(timings, "rules"):
-            findings = rules.find_all(inputs, self.settings)
-            evaluation = engine.reconcile(
-                findings, stored, inputs, self.settings, batch_id=batch_id
-            )
+        parts: list[engine.Evaluation] = []
+        for cluster in self._evaluated_clusters(changed):
+            with _timed(timings, "scope"):
+                groups, txns = self._scope(cluster, changed, as_of, since)
+            with _timed(timings, "stored alerts"):
+                stored = self._stored(cluster, groups | txns, reach)
+            with _timed(timings, "inputs"):
+                inputs = self._inputs(cluster, groups, txns, stored, as_of, since)
+            with _timed(timings, "rules"):
+                findings = rules.find_all(inputs, self.settings)
+                parts.append(
+                    engine.reconcile(findings, stored, inputs, self.settings, batch_id=batch_id)
+                )
+        # One MERGE for every cluster: the idempotency marker admits one commit per batch.
+        evaluation = engine.combine(parts, as_of)
         with _timed(timings, "merge"):
             qtables.merge_rows(
                 spark,
@@ -338,8 +351,9 @@ class AlertsRunner:
         )
         return evaluation
 
-    def _stored(self, subjects: set[str], reach: int | None) -> dict[str, AlertRow]:
-        """Every open alert, and the alerts of ``subjects`` not resolved before ``reach``.
+    def _stored(self, cluster: str, subjects: set[str], reach: int | None) -> dict[str, AlertRow]:
+        """Every open alert of ``cluster``, and its alerts of ``subjects`` not resolved before
+        ``reach``.
 
         That covers every stored row an evaluation can touch: findings are episodes not over
         by the horizon, and an episode whose start moved keeps a recent stored identity.
@@ -347,24 +361,26 @@ class AlertsRunner:
         recent = _in("subject", subjects or {""})
         if reach is not None:
             recent = recent & (F.col("resolved_at").isNull() | (F.col("resolved_at") >= _ts(reach)))
-        df = self._spark.table(qtables.qualified_name(self.cfg, alert_tables.ALERTS)).where(
-            (F.col("status") == F.lit(AlertStatus.OPEN.value)) | recent
+        df = self._alerts().where(
+            (self._cluster_col() == F.lit(cluster))
+            & ((F.col("status") == F.lit(AlertStatus.OPEN.value)) | recent)
         )
         return {r.alert_id: r for r in qtables.rows_of(df, AlertRow)}
 
     # ------------------------------------------------------------------ inputs
 
     def _scope(
-        self, changed: ChangedKeys, as_of: int, since: int | None
+        self, cluster: str, changed: ChangedKeys, as_of: int, since: int | None
     ) -> tuple[set[str], set[str]]:
-        """Groups and transactional ids to evaluate, besides the subjects of open alerts."""
-        groups = set(changed.groups)
-        txns = set(changed.transactional_ids)
+        """``cluster``'s groups and transactional ids to evaluate, besides the subjects of its
+        open alerts."""
+        groups = changed.groups_of(cluster)
+        txns = changed.transactional_ids_of(cluster)
         s = self.settings
         lag_rules = (s.lag_stall, s.data_loss, s.lag_threshold)
         if any(r.enabled or r.groups for r in lag_rules) or s.lag_threshold.topics:
             # A stalled consumer commits nothing; its partitions still get lag observations.
-            lag = self._table("partition_lag").where(F.col("as_of") <= _ts(as_of))
+            lag = self._rows_of("partition_lag", cluster).where(F.col("as_of") <= _ts(as_of))
             if since is not None:
                 lag = lag.where(
                     (F.col("as_of_date") >= F.to_date(_ts(since))) & (F.col("as_of") > _ts(since))
@@ -372,22 +388,27 @@ class AlertsRunner:
             groups.update(r[0] for r in lag.select("group_id").distinct().collect())
         if s.hanging_transaction.enabled:
             # A hanging transaction writes nothing; the open ones are checked as time passes.
-            if self._open_txns is None:
-                ongoing = self._table("transactions").where(F.col("completed_at").isNull())
-                self._open_txns = {
+            if cluster not in self._open_txns:
+                ongoing = self._rows_of("transactions", cluster).where(
+                    F.col("completed_at").isNull()
+                )
+                self._open_txns[cluster] = {
                     r[0] for r in ongoing.select("transactional_id").distinct().collect()
                 }
-            txns.update(self._open_txns)
-        return self._users(groups), txns
+            txns.update(self._open_txns[cluster])
+        return self._users(cluster, groups), txns
 
-    def _users(self, groups: Iterable[str]) -> set[str]:
-        """``groups`` without offsetscope's own (``[alerts] include_own_groups``)."""
+    def _users(self, cluster: str, groups: Iterable[str]) -> set[str]:
+        """``cluster``'s ``groups`` without offsetscope's own (``[alerts] include_own_groups``;
+        each cluster's source names its own groups)."""
         if self.settings.include_own_groups:
             return set(groups)
-        return {g for g in groups if not is_own_group(self.cfg, g)}
+        cfg = self._cluster_cfgs.get(cluster, self.cfg)
+        return {g for g in groups if not is_own_group(cfg, g)}
 
     def _inputs(
         self,
+        cluster: str,
         groups: set[str],
         txns: set[str],
         stored: Mapping[str, AlertRow],
@@ -414,14 +435,17 @@ class AlertsRunner:
         )
         current: list[rules.CurrentGroup] = []
         if groups or self.settings.rebalance_stuck.enabled:
-            cur = self._table("groups_current").where(_in("group_id", groups or {""}) | stuck)
+            cur = self._rows_of("groups_current", cluster).where(
+                _in("group_id", groups or {""}) | stuck
+            )
             current = [
                 rules.CurrentGroup(r[0], r[1], r[2], r[3], r[4])
                 for r in qtables.millis(
                     cur.select("group_id", "group_life", "kind", "state", "state_since")
                 ).collect()
             ]
-        current = [c for c in current if c.group_id in self._users([c.group_id])]
+        users = self._users(cluster, [c.group_id for c in current])
+        current = [c for c in current if c.group_id in users]
         groups.update(c.group_id for c in current)
         # Reach back to the start of every open alert in scope, and one window before that, so
         # an episode in progress is found with the start it was first found with.
@@ -434,8 +458,8 @@ class AlertsRunner:
         lag: list[PartitionLagRow] = []
         states: list[GroupState] = []
         if groups:
-            gen = self._table("group_generations").where(_in("group_id", groups))
-            ses = self._table("member_sessions").where(
+            gen = self._rows_of("group_generations", cluster).where(_in("group_id", groups))
+            ses = self._rows_of("member_sessions", cluster).where(
                 _in("group_id", groups) & (F.col("joined_at") <= _ts(as_of))
             )
             if rows_since is not None:
@@ -444,7 +468,9 @@ class AlertsRunner:
                 ses = ses.where(F.col("left_at").isNull() | (F.col("left_at") > _ts(rows_since)))
             generations = qtables.rows_of(gen, GenerationRow)
             sessions = qtables.rows_of(ses, SessionRow)
-            lag = qtables.rows_of(self._lag_rows(groups, as_of, rows_since), PartitionLagRow)
+            lag = qtables.rows_of(
+                self._lag_rows(cluster, groups, as_of, rows_since), PartitionLagRow
+            )
             candidates = [
                 c.group_id
                 for c in current
@@ -455,13 +481,13 @@ class AlertsRunner:
                     self._spark,
                     self.cfg,
                     {fold_state.GROUP: candidates},
-                    cluster=default_cluster(self.cfg),
+                    cluster=cluster,
                 )
                 states = [GroupState.from_json(row.state) for row in loaded.values()]
 
         transactions: list[TransactionRow] = []
         if txns:
-            tx = self._table("transactions").where(_in("transactional_id", txns))
+            tx = self._rows_of("transactions", cluster).where(_in("transactional_id", txns))
             if rows_since is not None:
                 tx = tx.where(
                     (F.col("started_at") > _ts(rows_since))
@@ -470,11 +496,13 @@ class AlertsRunner:
                 )
             transactions = qtables.rows_of(tx, TransactionRow)
             open_now = {t.transactional_id for t in transactions if t.completed_at is None}
-            self._open_txns = ((self._open_txns or set()) - txns) | open_now
+            self._open_txns[cluster] = (self._open_txns.get(cluster, set()) - txns) | open_now
 
-        quality = self._quality_rows(tables, stored) if self.settings.quality.enabled else []
+        quality: list[qmodel.QualityResultRow] = []
+        if self.settings.quality.enabled and cluster == self._quality_cluster:
+            quality = self._quality_rows(tables, stored)
         tables.update(r.table_name for r in quality)
-        stuck_rows = self._stuck_rows(partitions, as_of, since)
+        stuck_rows = self._stuck_rows(cluster, partitions, as_of, since)
         partitions.update(f"{r.topic}:{r.partition}" for r in stuck_rows)
         return rules.RuleInputs(
             as_of=as_of,
@@ -491,27 +519,32 @@ class AlertsRunner:
             quality=tuple(quality),
             data_partitions=frozenset(partitions),
             stuck=tuple(stuck_rows),
+            cluster=cluster,
+            clusters=self._clusters,
+            default_cluster=self._default,
         )
 
     def _stuck_rows(
-        self, partitions: set[str], as_of: int, since: int | None
+        self, cluster: str, partitions: set[str], as_of: int, since: int | None
     ) -> list[StuckPartitionRow]:
         """``stuck_partitions`` episodes detected by ``as_of`` and not over by ``since``, and
         every episode of the partitions with open alerts (a stuck partition writes a row at
         each sample, so its newest row is always there)."""
         if not (self.settings.stuck_lso.enabled or partitions):
             return []
-        df = self._table("stuck_partitions").where(F.col("detected_at") <= _ts(as_of))
+        df = self._rows_of("stuck_partitions", cluster).where(F.col("detected_at") <= _ts(as_of))
         live = F.col("resolved_at").isNull() | (F.col("resolved_at") > _ts(as_of))
         if since is not None:
             live = live | (F.col("resolved_at") > _ts(since))
         named = F.concat_ws(":", F.col("topic"), F.col("partition").cast("string"))
         return qtables.rows_of(df.where(live | _in_col(named, partitions)), StuckPartitionRow)
 
-    def _lag_rows(self, groups: set[str], as_of: int, rows_since: int | None) -> DataFrame:
-        """The lag observations of ``groups``: all after ``rows_since``, and the last
-        ``intervals`` before it (Burrow's window must be full at the horizon)."""
-        lag = self._table("partition_lag").where(
+    def _lag_rows(
+        self, cluster: str, groups: set[str], as_of: int, rows_since: int | None
+    ) -> DataFrame:
+        """The lag observations of ``cluster``'s ``groups``: all after ``rows_since``, and the
+        last ``intervals`` before it (Burrow's window must be full at the horizon)."""
+        lag = self._rows_of("partition_lag", cluster).where(
             _in("group_id", groups) & (F.col("as_of") <= _ts(as_of))
         )
         if rows_since is None:

@@ -3,13 +3,19 @@
 ``alerts`` keeps one row per alert id (MERGE; change data feed on, so every open / update /
 resolve is in the table's history); ``alert_notifications`` one row per (alert id, event,
 notifier) with what happened to it. Neither ever holds a webhook URL or token.
+
+Both carry the alert's ``cluster``, last, like every table of the catalogue: nullable, so that
+a table created before it gains it in place, and filled with ``[sources] cluster`` there
+(:func:`offsetscope.spark.tables.migrate`). It is not in their keys: the alert id already tells
+two clusters' alerts apart (it hashes the cluster, but for the default one), and a key that
+changed under rows already written would need the table rewritten.
 """
 
 from __future__ import annotations
 
 from offsetscope.alerts.model import AlertRow
 from offsetscope.alerts.notify import NotificationOutcome
-from offsetscope.spark.tables import ColumnSpec, TableSpec
+from offsetscope.spark.tables import CLUSTER_COLUMN, ColumnSpec, TableSpec
 
 ALERTS_LAYER = "alerts"
 
@@ -17,7 +23,12 @@ ALERTS = TableSpec(
     "alerts",
     ALERTS_LAYER,
     (
-        ColumnSpec("alert_id", "string", False, comment="hash of rule, subject, detail, episode"),
+        ColumnSpec(
+            "alert_id",
+            "string",
+            False,
+            comment="hash of rule, subject, detail, episode (and cluster, but the default one)",
+        ),
         ColumnSpec(
             "rule",
             "string",
@@ -66,6 +77,7 @@ ALERTS = TableSpec(
         ColumnSpec(
             "last_batch_id", "bigint", False, comment="evaluating batch that last changed it"
         ),
+        CLUSTER_COLUMN,
     ),
     key=("alert_id",),
     change_data_feed=True,
@@ -85,6 +97,7 @@ ALERT_NOTIFICATIONS = TableSpec(
         ColumnSpec("error", "string", comment="why it failed or was skipped (no secrets)"),
         ColumnSpec("queued_at", "timestamp", False, comment="when the event was queued"),
         ColumnSpec("finished_at", "timestamp", False, comment="when the last attempt ended"),
+        CLUSTER_COLUMN,
     ),
     key=("alert_id", "event", "notifier"),
     comment="What happened to each alert event at each notifier.",

@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from offsetscope.alerts import runner
     from offsetscope.alerts import tables as alert_tables
     from offsetscope.alerts.model import AlertRow
+    from offsetscope.config import clusters
     from offsetscope.quality import tables as qtables
 
     cfg = load_config(args)
@@ -56,14 +57,16 @@ def run(args: argparse.Namespace) -> int:
     table = qtables.qualified_name(cfg, alert_tables.ALERTS)
     still_open = sorted(
         qtables.rows_of(spark.table(table).where("status = 'open'"), AlertRow),
-        key=lambda r: (r.severity, r.rule, r.subject, r.detail),
+        key=lambda r: (r.severity, r.rule, r.cluster or "", r.subject, r.detail),
     )
+    # The same group id can be in two clusters: name the cluster when there are several.
+    shown = ("cluster", *_SHOWN) if len(clusters(cfg)) > 1 else _SHOWN
     print_rows(
-        _SHOWN,
+        shown,
         [
             tuple(
                 _ms(v) if c == "episode_start" else v
-                for c, v in ((c, getattr(r, c)) for c in _SHOWN)
+                for c, v in ((c, getattr(r, c)) for c in shown)
             )
             for r in still_open
         ],

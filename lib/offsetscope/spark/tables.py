@@ -160,7 +160,7 @@ class TableSpec:
 # Group ids and transactional ids are unique within a cluster only: every table that holds
 # records, folds or measurements of a cluster carries its name, last among its columns (where
 # ALTER TABLE ... ADD COLUMNS puts it in a table created before it existed) and last in its key.
-# Nullable, so that such a table can gain it in place; the migration fills it (_BACKFILL).
+# Nullable, so that such a table can gain it in place; the migration fills it (_backfill).
 CLUSTER = clusters.COLUMN
 CLUSTER_COLUMN = ColumnSpec(
     CLUSTER,
@@ -971,7 +971,7 @@ def ensure_tables(
 
     An existing table is brought up to its declaration where that is additive (see
     :func:`plan_migration`): a declared column it lacks that may be null is added (``ALTER
-    TABLE ... ADD COLUMNS``, then filled where :data:`_BACKFILL` says how), its clustering,
+    TABLE ... ADD COLUMNS``, then filled where :func:`_backfill` says how), its clustering,
     properties and comments are set; each change is logged with the Delta version it made.
 
     Args:
@@ -1014,13 +1014,16 @@ _BACKFILL: Mapping[tuple[str, str], Callable[[Config], str]] = {
         if cfg.sources.kafka.group_id_prefix
         else "false"
     ),
-    # A table older than the cluster column holds one cluster's rows: [sources]'s.
-    **{
-        (t.logical, CLUSTER): lambda cfg: _sql_string(default_cluster(cfg))
-        for t in CATALOGUE.values()
-        if CLUSTER in t.column_names
-    },
 }
+
+
+def _backfill(table: TableSpec, column: str) -> Callable[[Config], str] | None:
+    """How to fill ``column`` of the rows ``table`` held before the column existed, or None."""
+    if column == CLUSTER:
+        # A table older than the cluster column holds one cluster's rows: [sources]'s. So do
+        # the tables declared outside the catalogue (alerts, alert_notifications).
+        return lambda cfg: _sql_string(default_cluster(cfg))
+    return _BACKFILL.get((table.logical, column))
 
 
 @dataclass(frozen=True, slots=True)
@@ -1118,7 +1121,7 @@ def _key_extends(table: TableSpec, stored: Sequence[str], add: Sequence[ColumnSp
     column): the rows already written stay unique, so the change is additive."""
     if list(table.key) == list(stored):
         return True
-    filled = {c.name for c in add if (table.logical, c.name) in _BACKFILL}
+    filled = {c.name for c in add if _backfill(table, c.name) is not None}
     rest = [k for k in table.key if k not in stored]
     return [k for k in table.key if k in stored] == list(stored) and set(rest) <= filled
 
@@ -1174,7 +1177,7 @@ def migrate(spark: SparkSession, cfg: Config, table: TableSpec, qualified: str) 
             ", ".join(c.name for c in plan.add),
             delta_version(spark, qualified),
         )
-        fills = [(c, f) for c in plan.add if (f := _BACKFILL.get((table.logical, c.name)))]
+        fills = [(c, f) for c in plan.add if (f := _backfill(table, c.name))]
         # Delta refuses an UPDATE of an append-only table: the flag the table has now (not the
         # declared one, which the properties below set) is lifted for the backfill.
         appends_only = existing.properties.get("delta.appendOnly") == "true"
@@ -1266,13 +1269,13 @@ def rewrite_projection(
 
     Raises:
         TableSchemaMismatchError: a column that may not be null is new and nothing says how to
-            fill it (:data:`_BACKFILL`).
+            fill it (:func:`_backfill`).
     """
     out = []
     for c in table.written_columns:
         name = _quote(c.name)
         have = existing.columns.get(c.name)
-        fill = _BACKFILL.get((table.logical, c.name))
+        fill = _backfill(table, c.name)
         if have is not None:
             value = name if same_type(have, c.type) else f"CAST({name} AS {c.type})"
         elif fill is not None:
@@ -1294,7 +1297,7 @@ def rewrite_table(spark: SparkSession, cfg: Config, logical: str) -> Rewrite | N
     """Rewrite one table to its declaration in place, keeping its Delta history.
 
     The rows of the current version are cast to the declared types (new columns null or
-    filled as :data:`_BACKFILL` says), checked in full before anything is written, then the
+    filled as :func:`_backfill` says), checked in full before anything is written, then the
     table is replaced (``CREATE OR REPLACE TABLE``: same location and log, time travel to the
     old versions still works) and refilled from the version before. Nothing happens to a
     table whose differences are additive (``ensure_tables`` applies those).
