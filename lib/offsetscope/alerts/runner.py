@@ -253,7 +253,22 @@ class AlertsRunner:
             else:
                 as_of, previous = self._event_times(changed)
         if as_of is None:
-            log.info("alerts batch %d: no ingested record time yet; nothing to evaluate", batch_id)
+            if changed.ingest_batches:
+                # fold_state moved but no audit row of that ingest query: the alerts job names
+                # another ingest query than the one that wrote the tables.
+                log.warning(
+                    "alerts batch %d: fold_state changed in ingest batches %d..%d, but "
+                    "batch_audit has no row of the ingest query %r ([pipeline] query_name); "
+                    "the alerts job must be configured with the ingest job's query name",
+                    batch_id,
+                    min(changed.ingest_batches),
+                    max(changed.ingest_batches),
+                    self.cfg.pipeline.query_name,
+                )
+            else:
+                log.info(
+                    "alerts batch %d: no ingested record time yet; nothing to evaluate", batch_id
+                )
             return None
         since = min(as_of - lookback, previous) if previous is not None else None
 
