@@ -435,6 +435,8 @@ class KafkaSourceConfig:
     bootstrap_servers: str = "127.0.0.1:9092"
     offsets_topic: str = "__consumer_offsets"
     transaction_topic: str = "__transaction_state"
+    # Share-partition state of share groups (KIP-932); "" to leave it out.
+    share_state_topic: str = "__share_group_state"
     # Spark's startingOffsets: "earliest", "latest", or a JSON object of offsets per topic and
     # partition. Only "earliest" counts offsets below the first record read as not seen.
     starting_offsets: StartingOffsets = "earliest"
@@ -471,6 +473,7 @@ class SegmentSourceConfig:
     # of a mirror's log directory keeps the mirror's names).
     offsets_topic: str = "__consumer_offsets"
     transaction_topic: str = "__transaction_state"
+    share_state_topic: str = "__share_group_state"  # "" to leave it out
     # Where the data topics' partition directories are, for end offsets computed from segments
     # (log start, high watermark, last stable offset); empty = ``log_dir``.
     data_log_dir: str = ""
@@ -539,6 +542,9 @@ class TableNames:
     partition_assignments: TableName = "partition_assignments"
     end_offsets: TableName = "end_offsets"
     partition_lag: TableName = "partition_lag"
+    stuck_partitions: TableName = "stuck_partitions"
+    streams_assignments: TableName = "streams_assignments"
+    share_partition_state: TableName = "share_partition_state"
     transactions: TableName = "transactions"
     transaction_status_timeline: TableName = "transaction_status_timeline"
     fold_state: TableName = "fold_state"
@@ -580,9 +586,17 @@ class PipelineConfig:
     # Spark aligns processing-time triggers; unset: every micro-batch. Commits, groups and
     # positions stay per batch; only how often lag is materialised changes.
     lag_interval: Duration | None = None
-    # Consumer groups that read with isolation.level=read_committed: their lag is measured
-    # against the last stable offset (Kafka's log does not say how a group reads).
+    # Every partition_lag row carries the lag against the high watermark and against the last
+    # stable offset; these optional hints (group ids or fnmatch patterns) pick which one
+    # lag_records, views and the lag rules use. Kafka's log does not say how a group reads, so
+    # without a hint it is the LSO (equal to the high watermark where no transaction is open),
+    # unless the group committed past the LSO, which only a read_uncommitted consumer can.
     read_committed_groups: tuple[str, ...] = ()
+    read_uncommitted_groups: tuple[str, ...] = ()
+    # A data partition whose last stable offset has not moved while its high watermark has,
+    # for longer than this, is stuck (stuck_partitions): Kafka's transaction.max.timeout.ms
+    # default, the longest a transaction its coordinator knows may stay open.
+    stuck_lso_bound: Duration = Duration("15m")
     # Tables written at the same time by a micro-batch (each table's writes stay in order).
     write_threads: AtLeast1 = 4
     # Delta table properties of every table (change data feed is set per table):
@@ -761,6 +775,57 @@ class LagStallRule:
     statuses: tuple[BurrowStatus, ...] = ("STALL",)
     severity: Severity = "warning"
     groups: Mapping[str, LagOverride] = field(default_factory=dict)
+
+
+@_section
+class LagThresholdOverride:
+    """Per-group or per-topic settings of ``lag_threshold``; unset keys keep the rule's value
+    (a topic's override applies first, then the group's)."""
+
+    enabled: StrictBool | None = None
+    warning_records: AtLeast1 | None = None
+    critical_records: AtLeast1 | None = None
+    warning_time: Duration | None = None
+    critical_time: Duration | None = None
+    duration: Duration | None = None
+
+
+LagScope = Literal["partition", "topic"]
+
+
+@_section
+class LagThresholdRule:
+    """Lag above a threshold for a duration, as kminion and kafka-lag-exporter users write it
+    in Alertmanager ("lag above N records or T behind for 5 minutes"): per group and partition,
+    and summed per group and topic (records added up, time the largest of the partitions').
+
+    Each level (warning, critical) is its own episode; a level fires when its records or its
+    time threshold (either; an unset one never) has been exceeded at every lag observation for
+    ``duration``, and resolves at the first observation below both. Lag is ``partition_lag``'s
+    ``lag_records`` / ``lag_seconds`` (its ``lag_basis``: the LSO unless the group reads
+    uncommitted, see ``[pipeline] read_committed_groups``).
+    """
+
+    enabled: StrictBool = True
+    warning_records: AtLeast1 | None = None
+    critical_records: AtLeast1 | None = None
+    warning_time: Duration | None = Duration("15m")
+    critical_time: Duration | None = Duration("1h")
+    duration: Duration = Duration("5m")
+    scopes: tuple[LagScope, ...] = ("partition", "topic")
+    groups: Mapping[str, LagThresholdOverride] = field(default_factory=dict)
+    topics: Mapping[str, LagThresholdOverride] = field(default_factory=dict)
+
+
+@_section
+class StuckLsoRule:
+    """A data partition whose last stable offset has not moved while its high watermark has,
+    for longer than ``bound`` (the ``stuck_partitions`` table, written by the ingest query with
+    ``[pipeline] stuck_lso_bound``): an open transaction holds every read_committed consumer of
+    the partition back. Resolved when the LSO moves."""
+
+    enabled: StrictBool = True
+    severity: Severity = "critical"
 
 
 @_section
@@ -1026,7 +1091,9 @@ class AlertsConfig:
     member_churn: MemberChurnRule = field(default_factory=MemberChurnRule)
     rebalance_stuck: RebalanceStuckRule = field(default_factory=RebalanceStuckRule)
     lag_stall: LagStallRule = field(default_factory=LagStallRule)
+    lag_threshold: LagThresholdRule = field(default_factory=LagThresholdRule)
     hanging_transaction: HangingTransactionRule = field(default_factory=HangingTransactionRule)
+    stuck_lso: StuckLsoRule = field(default_factory=StuckLsoRule)
     data_loss: DataLossRule = field(default_factory=DataLossRule)
     quality: QualityFailureRule = field(default_factory=QualityFailureRule)
     notify: NotifyConfig = field(default_factory=NotifyConfig)

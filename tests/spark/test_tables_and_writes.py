@@ -117,6 +117,31 @@ def test_ensure_tables_is_idempotent_and_catches_an_outdated_table(
         catalogue.ensure_tables(spark, outdated, ["batch_audit"])
 
 
+def test_ensure_tables_adds_the_nullable_columns_a_newer_catalogue_declares(
+    spark: SparkSession, cfg: config.Config
+) -> None:
+    """partition_lag as an earlier offsetscope created it (without both lags): the new
+    nullable columns are added in place, the old rows keep their values and read them as null."""
+    older = dataclasses.replace(
+        cfg, tables=dataclasses.replace(cfg.tables, partition_lag="old_lag")
+    )
+    spec = catalogue.spec("partition_lag")
+    added = ("lag_basis", "basis_reason", "lag_records_hwm", "lag_records_lso")
+    old_columns = ", ".join(c.ddl for c in spec.columns if c.name not in added)
+    name = catalogue.table_name(older, "partition_lag")
+    spark.sql(f"CREATE TABLE {name} ({old_columns}) USING DELTA")
+    spark.sql(
+        f"INSERT INTO {name} (group_id, topic, `partition`, as_of, read_committed, "
+        "committed_offset, committed_at, data_loss, lost_records) VALUES ('g', 't', 0, "
+        "timestamp_millis(1700000000000), false, 5, timestamp_millis(1700000000000), false, 0)"
+    )
+    catalogue.ensure_tables(spark, older, ["partition_lag"])
+    fields = [f.name for f in spark.table(name).schema.fields]
+    assert set(spec.column_names) <= set(fields)
+    row = spark.table(name).collect()[0]
+    assert (row["committed_offset"], row["lag_basis"], row["lag_records_lso"]) == (5, None, None)
+
+
 def test_append_is_written_once_per_batch_id(spark: SparkSession, cfg: config.Config) -> None:
     name = catalogue.table_name(cfg, "end_offsets")
     rows = [EndOffsetSample("orders", p, 0, 10 + p, 10 + p, T0) for p in range(3)]

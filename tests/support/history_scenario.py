@@ -11,6 +11,7 @@ from itertools import pairwise
 from typing import Any
 
 from history_log import T0, Log, M, txn_log
+from share_streams_log import share_log, streams_log
 
 from offsetscope.history import fold_batch
 from offsetscope.history.batch import HistoryOutputs, HistoryStates
@@ -18,6 +19,7 @@ from offsetscope.history.codec import dumps
 from offsetscope.history.events import Event
 from offsetscope.history.groups import GroupState
 from offsetscope.history.offsets import OffsetsState
+from offsetscope.history.share_state import SharePartitionState
 from offsetscope.history.tables import materialize
 from offsetscope.history.transactions import TxnIdState
 from offsetscope.protocol.states import TransactionState as St
@@ -115,7 +117,9 @@ def scenario() -> list[Event]:
     tl.txn("gone", St.Empty, 700, 0, T0)
     tl.txn_tombstone("gone", T0 + 80 * S)
 
-    merged = [*p0.events, *p1.events, *tl.events]
+    # a Kafka Streams group and a share group (with its share-partition state) on partition 2
+    others = [*streams_log(partition=2).events, *share_log(partition=2).events]
+    merged = [*p0.events, *p1.events, *tl.events, *others]
     # Interleaved by time (a stable sort keeps the order of records written at the same time),
     # then numbered in that order within each partition, as a log would hold them: the builders
     # number records in the order they are written here, which is by key, not by time.
@@ -139,6 +143,7 @@ def round_trip(states: HistoryStates) -> HistoryStates:
         offsets={k: OffsetsState.from_json(v.to_json()) for k, v in states.offsets.items()},
         groups={k: GroupState.from_json(v.to_json()) for k, v in states.groups.items()},
         transactions={k: TxnIdState.from_json(v.to_json()) for k, v in states.transactions.items()},
+        shares={k: SharePartitionState.from_json(v.to_json()) for k, v in states.shares.items()},
     )
 
 

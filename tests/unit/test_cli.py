@@ -232,3 +232,27 @@ def test_rows_print_as_table_json_and_csv() -> None:
     assert render_rows(columns, rows, "table").splitlines()[2] == (
         "billing  | 3          | 2026-01-02 03:04:05 | a,b    | NULL   | 1.2"
     )
+
+
+def test_redecode_since_takes_a_time_epoch_ms_or_a_duration_ago() -> None:
+    from offsetscope.cli.redecode import parse_since
+
+    now = 1_700_000_000_000
+    assert parse_since("1690000000000", now) == 1_690_000_000_000
+    assert parse_since("6h", now) == now - 6 * 3_600_000
+    assert parse_since("2023-11-14", now) == 1_699_920_000_000
+    assert parse_since("2023-11-14T22:13:20Z", now) == now
+    assert parse_since("2023-11-14T23:13:20+01:00", now) == now
+    with pytest.raises(ValueError, match="Invalid isoformat"):
+        parse_since("last tuesday", now)
+
+
+def test_redecode_is_a_command_with_its_options(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["redecode", "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    for option in ("--since", "--tables", "--stop-ingest", "--env", "--conf"):
+        assert option in text
+    assert main(["redecode", "--since", "whenever"]) == 2
+    assert "--since 'whenever'" in capsys.readouterr().err

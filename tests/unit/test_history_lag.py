@@ -86,7 +86,7 @@ def test_exact_seconds_from_record_timestamps() -> None:
 def test_read_committed_lag_is_measured_against_the_last_stable_offset() -> None:
     idx = LagIndex(commits((70, 250)), [sample(80, 300, lso=260)])
     committed = idx.lag(G, "orders", 0, T0 + 80 * S, read_committed=True)
-    uncommitted = idx.lag(G, "orders", 0, T0 + 80 * S)
+    uncommitted = idx.lag(G, "orders", 0, T0 + 80 * S, read_committed=False)
     assert committed is not None
     assert uncommitted is not None
     assert (committed.end_offset, committed.lag_records, committed.last_stable_offset) == (
@@ -95,6 +95,54 @@ def test_read_committed_lag_is_measured_against_the_last_stable_offset() -> None
         260,
     )
     assert (uncommitted.end_offset, uncommitted.lag_records) == (300, 50)
+    # Either way the row carries both lags, and says which one lag_records is.
+    for row in (committed, uncommitted):
+        assert (row.lag_records_hwm, row.lag_records_lso) == (50, 10)
+    assert (committed.lag_basis, committed.basis_reason) == ("lso", "read_committed_groups")
+    assert (uncommitted.lag_basis, uncommitted.basis_reason) == (
+        "high_watermark",
+        "read_uncommitted_groups",
+    )
+
+
+def test_without_a_hint_the_lso_is_used_unless_the_group_committed_past_it() -> None:
+    behind = LagIndex(commits((70, 250)), [sample(80, 300, lso=260)])
+    row = behind.lag(G, "orders", 0, T0 + 80 * S)
+    assert row is not None
+    assert (row.lag_basis, row.basis_reason, row.lag_records, row.read_committed) == (
+        "lso",
+        "default",
+        10,
+        True,
+    )
+    # Only a read_uncommitted consumer can read past the LSO: its lag is to the high watermark.
+    past = LagIndex(commits((70, 280)), [sample(80, 300, lso=260)]).lag(G, "orders", 0, T0 + 80 * S)
+    assert past is not None
+    assert (past.lag_basis, past.basis_reason, past.lag_records, past.lag_records_lso) == (
+        "high_watermark",
+        "read_past_lso",
+        20,
+        0,
+    )
+    # No LSO sampled: the high watermark stands in, and the row says so.
+    unknown = index().lag(G, "orders", 0, T0 + 80 * S)
+    assert unknown is not None
+    assert (unknown.lag_basis, unknown.basis_reason, unknown.lag_records_lso) == (
+        "high_watermark",
+        "no_lso",
+        None,
+    )
+
+
+def test_lag_in_seconds_against_each_end() -> None:
+    # Offset 100 was appended at T0 + 10 s (interpolated between the samples around it); at
+    # T0 + 60 s the group is 200 behind the high watermark and caught up with the LSO.
+    idx = LagIndex(commits((10, 100)), [sample(0, 50), sample(20, 150), sample(60, 300, lso=100)])
+    row = idx.lag(G, "orders", 0, T0 + 60 * S)
+    assert row is not None
+    assert (row.lag_records_hwm, row.lag_records_lso) == (200, 0)
+    assert row.lag_seconds_hwm == pytest.approx(49.8)
+    assert (row.lag_seconds_lso, row.lag_seconds, row.lag_method) == (0.0, 0.0, "caught_up")
 
 
 def test_open_transaction_in_a_real_partition_log_hides_records_from_read_committed() -> None:
@@ -108,7 +156,7 @@ def test_open_transaction_in_a_real_partition_log_hides_records_from_read_commit
     )
     idx = LagIndex(commits((0, 5)), [s])
     rc = idx.lag(G, "orders", 0, T0 + 3, read_committed=True)
-    ru = idx.lag(G, "orders", 0, T0 + 3)
+    ru = idx.lag(G, "orders", 0, T0 + 3, read_committed=False)
     assert rc is not None
     assert ru is not None
     assert (rc.lag_records, rc.lag_method) == (0, "caught_up")
@@ -166,14 +214,24 @@ def test_rows_for_every_group_partition_and_time() -> None:
     log.commit(G, "orders", 1, 7, T0)
     _, rows = fold_offsets(None, log.events)
     idx = LagIndex(rows, [*SAMPLES, EndOffsetSample("orders", 1, 0, 10, -1, T0 + 30 * S)])
-    out = idx.rows([T0 + 30 * S, T0 + 60 * S], read_committed_groups=["other"])
-    assert [(r.group_id, r.partition, r.as_of, r.lag_records, r.read_committed) for r in out] == [
-        (G, 0, T0 + 30 * S, 100, False),
-        (G, 0, T0 + 60 * S, 200, False),
-        (G, 1, T0 + 30 * S, 3, False),
-        (G, 1, T0 + 60 * S, 3, False),
-        ("other", 0, T0 + 30 * S, 160, True),
-        ("other", 0, T0 + 60 * S, 260, True),
+    out = idx.rows([T0 + 30 * S, T0 + 60 * S], read_committed_groups=["oth*"])
+    assert [(r.group_id, r.partition, r.as_of, r.lag_records, r.basis_reason) for r in out] == [
+        (G, 0, T0 + 30 * S, 100, "no_lso"),
+        (G, 0, T0 + 60 * S, 200, "no_lso"),
+        (G, 1, T0 + 30 * S, 3, "no_lso"),
+        (G, 1, T0 + 60 * S, 3, "no_lso"),
+        # Listed, but no LSO was sampled: the high watermark stands in.
+        ("other", 0, T0 + 30 * S, 160, "no_lso"),
+        ("other", 0, T0 + 60 * S, 260, "no_lso"),
+    ]
+    with_lso = LagIndex(rows, [EndOffsetSample("orders", 0, 0, 300, 250, T0 + 60 * S)])
+    hinted = with_lso.rows(
+        [T0 + 60 * S], read_committed_groups=["oth*"], read_uncommitted_groups=[G]
+    )
+    on_0 = [r for r in hinted if r.partition == 0]
+    assert [(r.group_id, r.lag_records, r.lag_basis, r.basis_reason) for r in on_0] == [
+        (G, 200, "high_watermark", "read_uncommitted_groups"),
+        ("other", 210, "lso", "read_committed_groups"),
     ]
 
 

@@ -106,9 +106,12 @@ def test_lag_rows_measure_read_committed_groups_against_the_lso() -> None:
     )
     history = [EndOffsetSample("t", 0, 0, 50, 50, T0 - 10_000)]
     new = [EndOffsetSample("t", 0, 95, 120, 100, T0 + 10_000)]
-    rows = {r.group_id: r for r in _rows(lag.lag_table("t", 0, positions, history, new, ["rc"]))}
+    table = lag.lag_table("t", 0, positions, history, new, ["rc"], None, ["plain"])
+    rows = {r.group_id: r for r in _rows(table)}
     assert set(rows) == {"plain", "rc"}  # no committed offset, no lag row
     assert (rows["plain"].end_offset, rows["plain"].lag_records) == (120, 30)
+    for row in rows.values():  # both lags, whatever the hint
+        assert (row.lag_records_hwm, row.lag_records_lso) == (30, 10)
     assert (rows["rc"].end_offset, rows["rc"].lag_records, rows["rc"].read_committed) == (
         100,
         10,
@@ -161,6 +164,7 @@ def test_lag_table_gives_the_rows_the_full_index_gives(seed: int) -> None:
         )
     )
     rc = {g for g in positions.groups if rng.random() < 0.3}
+    ru = {g for g in positions.groups if g not in rc and rng.random() < 0.3}
     times = {T0 + 1_000 * k - 1: T0 + 1_000 * k - rng.randint(0, 2_000) for k in range(8)}
 
     def record_time(topic: str, partition: int, offset: int) -> int | None:
@@ -183,13 +187,13 @@ def test_lag_table_gives_the_rows_the_full_index_gives(seed: int) -> None:
                 "t",
                 0,
                 s.sampled_at,
-                read_committed=group_id in rc,
+                read_committed=True if group_id in rc else False if group_id in ru else None,
                 record_time=record_time,
             )
         )
         is not None
     ]
-    got = lag.lag_table("t", 0, positions, history, new, rc, record_time)
+    got = lag.lag_table("t", 0, positions, history, new, rc, record_time, ru)
     assert _rows(got) == expected
 
 
@@ -273,6 +277,9 @@ class _Sampler:
     def record_time(self, topic: str, partition: int, offset: int) -> int | None:
         return None
 
+    def producers(self, topic: str, partition: int) -> dict[int, int] | None:
+        return None
+
 
 @pytest.mark.parametrize(("interval", "written"), [(None, 9), ("30s", 3)])
 def test_the_pipeline_writes_lag_at_its_own_cadence(interval: str | None, written: int) -> None:
@@ -284,7 +291,7 @@ def test_the_pipeline_writes_lag_at_its_own_cadence(interval: str | None, writte
     start = (T0 // 30_000 + 1) * 30_000
     pipe._states = {(st.SAMPLER, "topics"): None}
     key = lag.partition_key("orders", 0)
-    pipe._states.update({(st.POSITIONS, key): None, (st.SAMPLES, key): None})
+    pipe._states.update({(st.POSITIONS, key): None, (st.SAMPLES, key): None, (st.LSO, key): None})
     lag_batches, positions = [], []
     for i in range(9):
         at = start + 10_000 * i + 500
@@ -304,3 +311,22 @@ def test_the_pipeline_writes_lag_at_its_own_cadence(interval: str | None, writte
     assert len(lag_batches) == written
     assert lag_batches == list(range(0, 9, 9 // written))
     assert len(positions) == 9  # every batch's commit moved the position
+
+
+def test_the_sample_is_taken_when_every_offsets_partition_read_is_current() -> None:
+    """The earliest of the newest commits of the ``__consumer_offsets`` partitions a batch read
+    (a partition read ahead in time must not move the sample past the others' commits); the
+    newest record of the batch when it read none."""
+
+    def stat(topic: str, partition: int, max_ts: int | None) -> dict[str, object]:
+        return {"topic": topic, "partition": partition, "max_ts": max_ts}
+
+    stats = [
+        stat("__consumer_offsets", 0, T0 + 9_000),
+        stat("__consumer_offsets", 1, T0 + 4_000),
+        stat("__transaction_state", 0, T0 + 2_000),
+        stat("__consumer_offsets", 2, None),
+    ]
+    assert batch._read_up_to(stats) == T0 + 4_000
+    assert batch._read_up_to([stat("__transaction_state", 0, T0 + 2_000)]) == T0 + 2_000
+    assert batch._read_up_to([]) is None

@@ -279,3 +279,60 @@ def test_transactions_commit_abort_time_out_and_fence(
     lag = [line for line in run.of("Lag") if line["group_id"] == "enricher"][-1]
     assert lag["isolation_level"] == "read_committed"
     assert all(row["committed_offset"] is not None for row in lag["partitions"])
+
+
+def test_lag_and_lso_has_the_episodes_it_exists_for(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The known answers of the alert scenario, read from its truth alone (the oracle of
+    ``make accuracy``): both lag levels for the group far behind but committing, none for the
+    one briefly behind; the hung transaction's partition stuck until it commits, the partition
+    whose marker was lost stuck to the end; the 30 s transaction under the bound."""
+    from offsetscope.verify import accuracy
+
+    run = _run("lag-and-lso", tmp_path_factory)
+    start = run.of("ScenarioStarted")[0]["at_ms"]
+    lag = {
+        (s.key, (s.start - start) // 1000, s.end) for s in accuracy.expected_lag_episodes(run.truth)
+    }
+    assert {key for key, _, _ in lag} == {
+        ("far-behind", "events", 0, "warning"),
+        ("far-behind", "events", 0, "critical"),
+        ("far-behind", "events", 1, "warning"),
+        ("far-behind", "events", 1, "critical"),
+        ("settler", "orders", 1, "warning"),  # behind while its instance hangs
+    }
+    # The far-behind group commits all along: its committed offsets keep moving.
+    commits = [
+        o["offset"]
+        for line in run.of("OffsetCommit")
+        if line["group_id"] == "far-behind"
+        for o in line["offsets"]
+        if o["partition"] == 0
+    ]
+    assert len(set(commits)) > 50
+    stuck = {s.key: s for s in accuracy.expected_stuck(run.truth)}
+    assert set(stuck) == {("settled", 0), ("settled", 1)}
+    lost = run.of("MarkerLost")[0]
+    assert accuracy.stuck_holder(run.truth, stuck[("settled", 0)]) == (
+        "hanging_transaction",
+        lost["producer_id"],
+        lost["first_offset"],
+    )
+    assert stuck[("settled", 0)].end is None  # nothing ends a hanging transaction
+    assert accuracy.stuck_holder(run.truth, stuck[("settled", 1)]) == (
+        "open_transaction",
+        "settler-1",
+    )
+    assert stuck[("settled", 1)].end is not None  # it committed when the instance woke
+    for span in stuck.values():
+        assert accuracy.blocked_groups(run.truth, span) == {"settled-reader"}
+    # The transaction that lasted 30 s held settled-0's LSO, but for less than the bound.
+    held = [
+        line["at_ms"]
+        for line in run.of("EndOffsets")
+        for p in line["partitions"]
+        if (p["topic"], p["partition"]) == ("settled", 0)
+        and p["last_stable_offset"] < p["high_watermark"]
+    ]
+    assert held

@@ -375,10 +375,15 @@ def test_required_acls_are_read_only_and_complete() -> None:
         ("TOPIC", "__consumer_offsets", "LITERAL", "DESCRIBE"),
         ("TOPIC", "__transaction_state", "LITERAL", "READ"),
         ("TOPIC", "__transaction_state", "LITERAL", "DESCRIBE"),
+        ("TOPIC", "__share_group_state", "LITERAL", "READ"),
+        ("TOPIC", "__share_group_state", "LITERAL", "DESCRIBE"),
         ("GROUP", "offsetscope-ingest", "PREFIXED", "READ"),
         ("TOPIC", "*", "LITERAL", "DESCRIBE"),
     ]
     assert not {r.operation for r in rules} & secrets_access.WRITE_OPERATIONS
+    # Without share-partition state, no ACL for it.
+    without = secrets_access.required_acls(_source(share_state_topic=""))
+    assert "__share_group_state" not in {r.name for r in without}
     assert {r.operation for r in rules} == {"READ", "DESCRIBE"}
 
 
@@ -426,6 +431,7 @@ def test_acl_commands_group_operations_per_resource() -> None:
     assert lines == [
         f"{prefix} --operation Read --operation Describe --topic __consumer_offsets",
         f"{prefix} --operation Read --operation Describe --topic __transaction_state",
+        f"{prefix} --operation Read --operation Describe --topic __share_group_state",
         f"{prefix} --operation Read --group offsetscope-ingest --resource-pattern-type prefixed",
         f"{prefix} --operation Describe --topic orders- --resource-pattern-type prefixed",
     ]

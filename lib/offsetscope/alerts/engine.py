@@ -19,8 +19,8 @@ Reconciliation, per alert id:
   it); the episode keeps the identity it was first given, so it is never raised twice;
 * a stored open alert that no finding names, for a subject the rule evaluated -> resolved (the
   condition no longer holds: at the group's new state for a stuck group, at the transaction's
-  completion for a hanging one, else as of the evaluation), or resolved because its rule is now
-  disabled.
+  completion for a hanging one, at the sample where the LSO moved for a stuck partition, else
+  as of the evaluation), or resolved because its rule is now disabled.
 """
 
 from __future__ import annotations
@@ -31,11 +31,15 @@ from dataclasses import dataclass
 
 from offsetscope.alerts import rules
 from offsetscope.alerts.model import (
+    DATA_PARTITION,
     GROUP,
     HANGING_TRANSACTION,
+    LAG_THRESHOLD,
     PARTITION,
     REBALANCE_STUCK,
+    STUCK_LSO,
     TABLE,
+    TOPIC,
     TRANSACTIONAL_ID,
     AlertRow,
     AlertStatus,
@@ -62,8 +66,10 @@ class Evaluation:
 
 def in_scope(row: AlertRow, inputs: rules.RuleInputs) -> bool:
     """Whether the evaluation looked at the subject of ``row`` (only then can it resolve it)."""
-    if row.subject_kind in (GROUP, PARTITION):
+    if row.subject_kind in (GROUP, PARTITION, TOPIC):
         return row.subject in inputs.groups
+    if row.subject_kind == DATA_PARTITION:
+        return row.subject in inputs.data_partitions
     if row.subject_kind == TRANSACTIONAL_ID:
         return row.subject in inputs.transactional_ids
     if row.subject_kind == TABLE:
@@ -76,7 +82,12 @@ def rule_enabled(cfg: AlertsConfig, row: AlertRow) -> bool:
     if not cfg.enabled:
         return False
     rule = getattr(cfg, row.rule)
-    if hasattr(rule, "groups") and row.subject_kind in (GROUP, PARTITION):
+    if row.rule == LAG_THRESHOLD:
+        # detail: "<topic>:<partition>/<level>" or "<topic>/<level>"
+        where = row.detail.rpartition("/")[0]
+        topic = where.rpartition(":")[0] if row.subject_kind == PARTITION else where
+        rule = rules.lag_threshold_settings(rule, row.subject, topic)
+    elif hasattr(rule, "groups") and row.subject_kind in (GROUP, PARTITION):
         rule = rules.settings_for(rule, row.subject)
     return bool(rule.enabled)
 
@@ -84,6 +95,8 @@ def rule_enabled(cfg: AlertsConfig, row: AlertRow) -> bool:
 def _resolution_time(row: AlertRow, inputs: rules.RuleInputs) -> int:
     if row.rule == REBALANCE_STUCK:
         return rules.stuck_resolved_at(inputs, row.subject, row.episode_start)
+    if row.rule == STUCK_LSO:
+        return rules.stuck_resolved_at_lso(inputs, row.subject, row.episode_start)
     if row.rule == HANGING_TRANSACTION:
         for t in inputs.transactions:
             if (

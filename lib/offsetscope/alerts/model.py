@@ -96,6 +96,8 @@ REBALANCE_STORM = "rebalance_storm"
 MEMBER_CHURN = "member_churn"
 REBALANCE_STUCK = "rebalance_stuck"
 LAG_STALL = "lag_stall"
+LAG_THRESHOLD = "lag_threshold"
+STUCK_LSO = "stuck_lso"
 HANGING_TRANSACTION = "hanging_transaction"
 DATA_LOSS = "data_loss"
 QUALITY = "quality"
@@ -103,6 +105,10 @@ QUALITY = "quality"
 # Subject kinds: what an alert is about.
 GROUP = "group"
 PARTITION = "partition"  # a group's partition: subject = group id, detail = "topic:partition"
+# A group's topic: subject = group id, detail = "topic" (lag_threshold adds "/<level>" to
+# both this and a partition's detail: each level is an episode of its own).
+TOPIC = "topic"
+DATA_PARTITION = "data_partition"  # a data partition: subject = "topic:partition" (stuck_lso)
 TRANSACTIONAL_ID = "transactional_id"
 TABLE = "table"
 
@@ -112,7 +118,8 @@ def alert_id(rule: str, subject_kind: str, subject: str, detail: str, episode: i
 
     Args:
         rule: the rule name.
-        subject_kind: ``group``, ``partition``, ``transactional_id`` or ``table``.
+        subject_kind: ``group``, ``partition``, ``topic``, ``data_partition``,
+            ``transactional_id`` or ``table``.
         subject: the group id, transactional id or table name.
         detail: ``topic:partition`` for partition alerts, ``group_life:N`` where a group life
             matters, else empty.

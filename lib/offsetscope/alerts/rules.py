@@ -20,6 +20,11 @@ rebalance_stuck        group / first skipped        ``stuck_rebalances``: a clas
                                                     its members' rebalance timeout
 lag_stall              group partition / first      ``burrow_status`` over the last ``intervals``
                        observation in a status      lag observations is one of ``statuses``
+lag_threshold          group partition or group     lag above ``<level>_records`` or
+                       topic, per level / first     ``<level>_time`` at every observation for
+                       observation above            ``duration`` (levels warning, critical)
+stuck_lso              data partition / the first   a ``stuck_partitions`` row: the LSO still
+                       sample at the stuck LSO      while the high watermark moved (pipeline)
 data_loss              group partition / first      committed offset below the log start, at
                        observation with loss        least ``min_lost_records`` records lost
 hanging_transaction    transactional id /           ``hanging_transactions``: open longer than
@@ -28,7 +33,14 @@ quality                table / first failing batch  the table's quality suite fa
 =====================  ===========================  =============================================
 
 Per-group overrides (``[alerts.<rule>.groups."<id or glob>"]``): an exact group id wins over
-glob patterns, which are tried in the order written.
+glob patterns, which are tried in the order written. ``lag_threshold`` also has per-topic ones
+(``[alerts.lag_threshold.topics."<name or glob>"]``), applied before the group's.
+
+``lag_stall`` or ``lag_threshold``? Burrow's evaluation needs no threshold: it flags a group
+whose committed offset stops moving while it lags (STALL), or that stopped committing (STOP),
+whatever the size of the lag -- but a group that keeps committing, however far behind, is OK to
+it. ``lag_threshold`` is the service-level rule: "this group must never be more than 10
+minutes behind", including a group that commits steadily and slowly falls behind. Use both.
 """
 
 from __future__ import annotations
@@ -44,22 +56,32 @@ from typing import Any, TypeVar
 from offsetscope.alerts.episodes import Episode, change_points, find_episodes
 from offsetscope.alerts.model import (
     DATA_LOSS,
+    DATA_PARTITION,
     GROUP,
     HANGING_TRANSACTION,
     LAG_STALL,
+    LAG_THRESHOLD,
     MEMBER_CHURN,
     PARTITION,
     QUALITY,
     REBALANCE_STORM,
     REBALANCE_STUCK,
+    STUCK_LSO,
     TABLE,
+    TOPIC,
     TRANSACTIONAL_ID,
     Finding,
 )
 from offsetscope.config import AlertsConfig, duration_ms
 from offsetscope.history import signals
 from offsetscope.history.groups import GroupState, rebalances_in_window
-from offsetscope.history.rows import GenerationRow, PartitionLagRow, SessionRow, TransactionRow
+from offsetscope.history.rows import (
+    GenerationRow,
+    PartitionLagRow,
+    SessionRow,
+    StuckPartitionRow,
+    TransactionRow,
+)
 from offsetscope.history.transactions import TxnIdState
 from offsetscope.quality.model import QualityResultRow
 
@@ -89,6 +111,7 @@ class RuleInputs:
         groups: groups in scope (group and partition rules).
         transactional_ids: transactional ids in scope.
         tables: tables in scope (quality rule).
+        data_partitions: data partitions in scope, as ``topic:partition`` (stuck_lso rule).
     """
 
     as_of: int
@@ -96,6 +119,7 @@ class RuleInputs:
     groups: frozenset[str] = frozenset()
     transactional_ids: frozenset[str] = frozenset()
     tables: frozenset[str] = frozenset()
+    data_partitions: frozenset[str] = frozenset()
     generations: tuple[GenerationRow, ...] = ()
     sessions: tuple[SessionRow, ...] = ()
     group_states: tuple[GroupState, ...] = ()  # fold states of KIP-848 groups not Stable/Empty
@@ -103,6 +127,7 @@ class RuleInputs:
     lag: tuple[PartitionLagRow, ...] = ()
     transactions: tuple[TransactionRow, ...] = ()
     quality: tuple[QualityResultRow, ...] = ()
+    stuck: tuple[StuckPartitionRow, ...] = ()
 
 
 def _override(groups: Mapping[str, T], group: str) -> T | None:
@@ -498,6 +523,305 @@ def data_loss(inputs: RuleInputs, cfg: AlertsConfig) -> list[Finding]:
     return out
 
 
+# ----------------------------------------------------------------------------- lag threshold
+
+LEVELS = ("warning", "critical")
+
+
+def lag_threshold_settings(rule: Any, group: str, topic: str) -> Any:
+    """``lag_threshold``'s settings for a group on a topic: the topic's override, then the
+    group's (unset keys inherited)."""
+    s = rule
+    for overrides, key in ((rule.topics, topic), (rule.groups, group)):
+        override = _override(overrides, key)
+        if override is not None:
+            s = dataclasses.replace(
+                s,
+                **{
+                    f.name: getattr(override, f.name)
+                    for f in dataclasses.fields(override)
+                    if getattr(override, f.name) is not None
+                },
+            )
+    return s
+
+
+@dataclass(frozen=True, slots=True)
+class LagObservation:
+    """The lag of a group on a partition, or summed over a topic's partitions, at one time."""
+
+    at: int
+    records: int | None
+    seconds: float | None
+    partitions: int = 1
+    basis: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ThresholdEpisode:
+    """A run of observations above a level's thresholds that lasted ``duration``."""
+
+    start: int  # the first observation above
+    fired: int  # the first observation at least ``duration`` after start
+    end: int | None  # the first observation below again; None while above
+    peak: LagObservation  # the largest lag in records (then seconds) of the run
+    last: LagObservation
+
+
+def above_threshold(obs: LagObservation, records: int | None, time_ms: int | None) -> bool:
+    """Whether a lag exceeds either threshold (an unset one never is exceeded)."""
+    by_records = records is not None and obs.records is not None and obs.records > records
+    by_time = time_ms is not None and obs.seconds is not None and obs.seconds * 1000 > time_ms
+    return by_records or by_time
+
+
+def threshold_episodes(
+    observations: Sequence[LagObservation],
+    above: Any,
+    duration_ms: int,
+    *,
+    since: int | None,
+    as_of: int,
+) -> list[ThresholdEpisode]:
+    """Runs of ``above`` observations that held for ``duration_ms`` (Prometheus's ``for``).
+
+    A run starts at its first observation above and fires at its first observation at least
+    ``duration_ms`` later (a run that ends before never fires); it ends at the first
+    observation below. Observations after ``as_of`` are not read; runs over by ``since`` are
+    left out.
+    """
+    out: list[ThresholdEpisode] = []
+    start: int | None = None
+    fired: int | None = None
+    peak = last = None
+
+    def key(o: LagObservation) -> tuple[int, float]:
+        return (o.records or 0, o.seconds or 0.0)
+
+    for obs in sorted(observations, key=lambda o: o.at):
+        if obs.at > as_of:
+            break
+        if above(obs):
+            if start is None:
+                start, fired, peak = obs.at, None, obs
+            elif peak is None or key(obs) > key(peak):
+                peak = obs
+            if fired is None and obs.at - start >= duration_ms:
+                fired = obs.at
+            last = obs
+            continue
+        if start is not None and fired is not None and (since is None or obs.at > since):
+            assert peak is not None
+            assert last is not None
+            out.append(ThresholdEpisode(start, fired, obs.at, peak, last))
+        start = fired = peak = last = None
+    if start is not None and fired is not None:
+        assert peak is not None
+        assert last is not None
+        out.append(ThresholdEpisode(start, fired, None, peak, last))
+    return out
+
+
+def topic_observations(rows: Iterable[PartitionLagRow]) -> list[LagObservation]:
+    """A group's lag on a topic at each time its partitions were sampled together: records
+    added up over the partitions, time the largest (the partition furthest behind)."""
+    at_time: dict[int, list[PartitionLagRow]] = defaultdict(list)
+    for r in rows:
+        at_time[r.as_of].append(r)
+    out = []
+    for at, group in sorted(at_time.items()):
+        records = [r.lag_records for r in group if r.lag_records is not None]
+        seconds = [r.lag_seconds for r in group if r.lag_seconds is not None]
+        out.append(
+            LagObservation(
+                at,
+                sum(records) if records else None,
+                max(seconds) if seconds else None,
+                len(group),
+            )
+        )
+    return out
+
+
+def lag_threshold(inputs: RuleInputs, cfg: AlertsConfig) -> list[Finding]:
+    """Lag above a level's threshold for a duration (see the module table)."""
+    rule = cfg.lag_threshold
+    if not rule.enabled and not rule.groups and not rule.topics:
+        return []
+    out: list[Finding] = []
+    by_partition = _partitions(r for r in inputs.lag if r.group_id in inputs.groups)
+    by_topic: dict[tuple[str, str], list[PartitionLagRow]] = defaultdict(list)
+    for (group, topic, _), rows in by_partition.items():
+        by_topic[(group, topic)].extend(rows)
+    subjects: list[tuple[str, str, str, str, list[LagObservation]]] = []
+    for (group, topic, partition), rows in sorted(by_partition.items()):
+        obs = [LagObservation(r.as_of, r.lag_records, r.lag_seconds, 1, r.lag_basis) for r in rows]
+        subjects.append(("partition", group, topic, f"{topic}:{partition}", obs))
+    for (group, topic), rows in sorted(by_topic.items()):
+        subjects.append(("topic", group, topic, topic, topic_observations(rows)))
+    for scope, group, topic, where, obs in subjects:
+        s = lag_threshold_settings(rule, group, topic)
+        if not s.enabled or scope not in s.scopes:
+            continue
+        hold = duration_ms(s.duration)
+        for level in LEVELS:
+            records = getattr(s, f"{level}_records")
+            time_setting = getattr(s, f"{level}_time")
+            time_ms = None if time_setting is None else duration_ms(time_setting)
+            if records is None and time_ms is None:
+                continue
+
+            def above(o: LagObservation, records: int | None = records, t: Any = time_ms) -> bool:
+                return above_threshold(o, records, t)
+
+            out.extend(
+                _threshold_finding(scope, group, where, level, ep, records, time_ms, hold)
+                for ep in threshold_episodes(
+                    obs, above, hold, since=inputs.since, as_of=inputs.as_of
+                )
+            )
+    return out
+
+
+def _threshold_finding(
+    scope: str,
+    group: str,
+    where: str,
+    level: str,
+    ep: ThresholdEpisode,
+    records: int | None,
+    time_ms: int | None,
+    hold: int,
+) -> Finding:
+    peak = ep.peak
+    by_records = records is not None and peak.records is not None and peak.records > records
+    value: float
+    if by_records:
+        value, threshold, what = float(peak.records or 0), float(records or 0), "records"
+    else:
+        value, threshold, what = float(peak.seconds or 0), (time_ms or 0) / 1000, "seconds"
+    lag_text = f"{peak.records} records" + (
+        "" if peak.seconds is None else f", {peak.seconds:.0f} s behind"
+    )
+    on = f"{where.replace(':', '-')}" if scope == "partition" else f"topic {where}"
+    limits = " or ".join(
+        x
+        for x in (
+            f"{records} records" if records is not None else "",
+            f"{_fmt_window(time_ms)}" if time_ms is not None else "",
+        )
+        if x
+    )
+    return Finding(
+        rule=LAG_THRESHOLD,
+        subject_kind=PARTITION if scope == "partition" else TOPIC,
+        subject=group,
+        detail=f"{where}/{level}",
+        episode=ep.start,
+        episode_start=ep.start,
+        opened_at=ep.fired,
+        resolved_at=ep.end,
+        severity=level,
+        value=value,
+        threshold=threshold,
+        reason=(
+            f"group {group} on {on}: lag above {limits} for {_fmt_window(hold)} or more "
+            f"({level}); peak {lag_text}"
+            + (f" over {peak.partitions} partitions" if scope == "topic" else "")
+        ),
+        evidence=(
+            ("level", level),
+            ("measured", what),
+            ("peak_at", str(peak.at)),
+            ("peak_lag_records", str(peak.records)),
+            ("peak_lag_seconds", "" if peak.seconds is None else f"{peak.seconds:.3f}"),
+            ("last_lag_records", str(ep.last.records)),
+            ("duration_ms", str(hold)),
+            ("lag_basis", peak.basis or ""),
+        ),
+    )
+
+
+# ----------------------------------------------------------------------------- stuck LSO
+
+
+def stuck_lso(inputs: RuleInputs, cfg: AlertsConfig) -> list[Finding]:
+    """A ``stuck_partitions`` episode: the LSO held by an open or hanging transaction."""
+    s = cfg.stuck_lso
+    if not s.enabled:
+        return []
+    out: list[Finding] = []
+    for row in sorted(inputs.stuck, key=lambda r: (r.topic, r.partition, r.stuck_since)):
+        subject = f"{row.topic}:{row.partition}"
+        if subject not in inputs.data_partitions or row.detected_at > inputs.as_of:
+            continue
+        resolved = (
+            row.resolved_at
+            if row.resolved_at is not None and row.resolved_at <= inputs.as_of
+            else None
+        )
+        if inputs.since is not None and resolved is not None and resolved <= inputs.since:
+            continue
+        if row.cause == "open_transaction":
+            held = (
+                f"open transaction of transactional id {row.transactional_id} (producer "
+                f"{row.producer_id}, epoch {row.producer_epoch}), open for "
+                f"{(row.open_for_ms or 0) // 1000} s"
+            )
+        else:
+            producer = "unknown" if row.producer_id is None else str(row.producer_id)
+            held = (
+                f"hanging transaction unknown to every coordinator (producer {producer}, first "
+                f"offset {row.first_offset}); end it with: {row.abort_command}"
+            )
+        blocked = ", ".join(row.blocked_groups) or "none yet"
+        out.append(
+            Finding(
+                rule=STUCK_LSO,
+                subject_kind=DATA_PARTITION,
+                subject=subject,
+                detail="",
+                episode=row.stuck_since,
+                episode_start=row.stuck_since,
+                opened_at=row.detected_at,
+                resolved_at=resolved,
+                severity=s.severity,
+                value=float(row.stuck_ms),
+                threshold=None,
+                reason=(
+                    f"{row.topic}-{row.partition}: last stable offset {row.last_stable_offset} "
+                    f"still for {row.stuck_ms // 1000} s while {row.records_held} records "
+                    f"arrived after it; held by the {held}; read_committed groups blocked: "
+                    f"{blocked}"
+                ),
+                transactional_id=row.transactional_id,
+                producer_id=row.producer_id,
+                producer_epoch=row.producer_epoch,
+                evidence=(
+                    ("cause", row.cause),
+                    ("last_stable_offset", str(row.last_stable_offset)),
+                    ("first_offset", str(row.first_offset)),
+                    ("high_watermark", str(row.high_watermark)),
+                    ("blocked_groups", ",".join(row.blocked_groups)),
+                    ("abort_command", row.abort_command or ""),
+                ),
+            )
+        )
+    return out
+
+
+def stuck_resolved_at_lso(inputs: RuleInputs, subject: str, episode_start: int) -> int:
+    """When a stuck partition's LSO moved, from its ``stuck_partitions`` row."""
+    for row in inputs.stuck:
+        if (
+            f"{row.topic}:{row.partition}" == subject
+            and row.stuck_since == episode_start
+            and row.resolved_at is not None
+        ):
+            return row.resolved_at
+    return inputs.as_of
+
+
 # ----------------------------------------------------------------------------- transactions
 
 
@@ -642,8 +966,10 @@ RULE_FUNCTIONS = (
     (MEMBER_CHURN, member_churn),
     (REBALANCE_STUCK, rebalance_stuck),
     (LAG_STALL, lag_stall),
+    (LAG_THRESHOLD, lag_threshold),
     (DATA_LOSS, data_loss),
     (HANGING_TRANSACTION, hanging_transaction),
+    (STUCK_LSO, stuck_lso),
     (QUALITY, quality),
 )
 
@@ -663,4 +989,12 @@ def max_window_ms(cfg: AlertsConfig) -> int:
     windows = [duration_ms(cfg.rebalance_storm.window), duration_ms(cfg.member_churn.window)]
     for rule in (cfg.rebalance_storm, cfg.member_churn):
         windows += [duration_ms(o.window) for o in rule.groups.values() if o.window is not None]
+    # lag_threshold reads the observations since a run began, ``duration`` before it fired.
+    lt = cfg.lag_threshold
+    windows.append(duration_ms(lt.duration))
+    windows += [
+        duration_ms(o.duration)
+        for o in (*lt.groups.values(), *lt.topics.values())
+        if o.duration is not None
+    ]
     return max(windows)

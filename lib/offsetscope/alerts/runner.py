@@ -22,7 +22,8 @@ Per evaluation (:meth:`AlertsRunner.evaluate`):
    writes nothing), and tables with quality results.
 3. **What**: their ``group_generations``, ``member_sessions``, ``partition_lag`` (the last
    ``intervals`` observations before the horizon and all after it), ``transactions``,
-   ``groups_current`` and KIP-848 fold states, reaching back to the start of their open alerts.
+   ``groups_current`` and KIP-848 fold states, reaching back to the start of their open alerts;
+   the ``stuck_partitions`` episodes detected by then and not over by the horizon.
 4. **Write**: :func:`offsetscope.alerts.engine.evaluate`, then one MERGE of the changed rows into
    ``alerts`` under Delta's idempotency marker (app id ``<alerts query>:alerts:merge``, version =
    the evaluating batch id): a replayed batch writes nothing twice.
@@ -49,9 +50,11 @@ from offsetscope import paths
 from offsetscope.alerts import engine, rules
 from offsetscope.alerts import tables as alert_tables
 from offsetscope.alerts.model import (
+    DATA_PARTITION,
     GROUP,
     PARTITION,
     TABLE,
+    TOPIC,
     TRANSACTIONAL_ID,
     AlertRow,
     AlertStatus,
@@ -61,7 +64,13 @@ from offsetscope.alerts.notify import Dispatcher, NotificationOutcome, Notifier
 from offsetscope.clock import Clock, SystemClock
 from offsetscope.config import Config, duration_ms, is_own_group
 from offsetscope.history.groups import GroupState
-from offsetscope.history.rows import GenerationRow, PartitionLagRow, SessionRow, TransactionRow
+from offsetscope.history.rows import (
+    GenerationRow,
+    PartitionLagRow,
+    SessionRow,
+    StuckPartitionRow,
+    TransactionRow,
+)
 from offsetscope.pipelines import state as fold_state
 from offsetscope.protocol.states import ConsumerGroupState
 from offsetscope.quality import model as qmodel
@@ -75,6 +84,7 @@ _READS = (
     "group_generations",
     "member_sessions",
     "partition_lag",
+    "stuck_partitions",
     "transactions",
     "groups_current",
     "fold_state",
@@ -112,6 +122,10 @@ class ChangedKeys:
 
 def _in(column: str, values: Iterable[str]) -> Column:
     return F.col(column).isin(sorted(set(values)))
+
+
+def _in_col(column: Column, values: Iterable[str]) -> Column:
+    return column.isin(sorted(set(values)) or [""])
 
 
 def _ts(ms: int) -> Column:
@@ -332,7 +346,8 @@ class AlertsRunner:
         groups = set(changed.groups)
         txns = set(changed.transactional_ids)
         s = self.settings
-        if s.lag_stall.enabled or s.data_loss.enabled or s.lag_stall.groups or s.data_loss.groups:
+        lag_rules = (s.lag_stall, s.data_loss, s.lag_threshold)
+        if any(r.enabled or r.groups for r in lag_rules) or s.lag_threshold.topics:
             # A stalled consumer commits nothing; its partitions still get lag observations.
             lag = self._table("partition_lag").where(F.col("as_of") <= _ts(as_of))
             if since is not None:
@@ -365,11 +380,14 @@ class AlertsRunner:
         since: int | None,
     ) -> rules.RuleInputs:
         tables: set[str] = set()
+        partitions: set[str] = set()
         for row in stored.values():
             if row.status != AlertStatus.OPEN.value:
                 continue
-            if row.subject_kind in (GROUP, PARTITION):
+            if row.subject_kind in (GROUP, PARTITION, TOPIC):
                 groups.add(row.subject)
+            elif row.subject_kind == DATA_PARTITION:
+                partitions.add(row.subject)
             elif row.subject_kind == TRANSACTIONAL_ID:
                 txns.add(row.subject)
             elif row.subject_kind == TABLE:
@@ -377,7 +395,7 @@ class AlertsRunner:
         # groups_current: the state of the groups in scope, and every KIP-848 group that is
         # Assigning/Reconciling (a group that does not converge writes nothing).
         stuck = F.lit(self.settings.rebalance_stuck.enabled) & (
-            (F.col("kind") == F.lit("kip848")) & _in("state", _STUCK_STATES)
+            _in("kind", ("kip848", "streams")) & _in("state", _STUCK_STATES)
         )
         current: list[rules.CurrentGroup] = []
         if groups or self.settings.rebalance_stuck.enabled:
@@ -413,7 +431,9 @@ class AlertsRunner:
             sessions = qtables.rows_of(ses, SessionRow)
             lag = qtables.rows_of(self._lag_rows(groups, as_of, rows_since), PartitionLagRow)
             candidates = [
-                c.group_id for c in current if c.kind == "kip848" and c.state in _STUCK_STATES
+                c.group_id
+                for c in current
+                if c.kind in ("kip848", "streams") and c.state in _STUCK_STATES
             ]
             if candidates and self.settings.rebalance_stuck.enabled:
                 loaded = fold_state.load(self._spark, self.cfg, {fold_state.GROUP: candidates})
@@ -434,6 +454,8 @@ class AlertsRunner:
 
         quality = self._quality_rows(tables, stored) if self.settings.quality.enabled else []
         tables.update(r.table_name for r in quality)
+        stuck_rows = self._stuck_rows(partitions, as_of, since)
+        partitions.update(f"{r.topic}:{r.partition}" for r in stuck_rows)
         return rules.RuleInputs(
             as_of=as_of,
             since=since,
@@ -447,7 +469,24 @@ class AlertsRunner:
             lag=tuple(lag),
             transactions=tuple(transactions),
             quality=tuple(quality),
+            data_partitions=frozenset(partitions),
+            stuck=tuple(stuck_rows),
         )
+
+    def _stuck_rows(
+        self, partitions: set[str], as_of: int, since: int | None
+    ) -> list[StuckPartitionRow]:
+        """``stuck_partitions`` episodes detected by ``as_of`` and not over by ``since``, and
+        every episode of the partitions with open alerts (a stuck partition writes a row at
+        each sample, so its newest row is always there)."""
+        if not (self.settings.stuck_lso.enabled or partitions):
+            return []
+        df = self._table("stuck_partitions").where(F.col("detected_at") <= _ts(as_of))
+        live = F.col("resolved_at").isNull() | (F.col("resolved_at") > _ts(as_of))
+        if since is not None:
+            live = live | (F.col("resolved_at") > _ts(since))
+        named = F.concat_ws(":", F.col("topic"), F.col("partition").cast("string"))
+        return qtables.rows_of(df.where(live | _in_col(named, partitions)), StuckPartitionRow)
 
     def _lag_rows(self, groups: set[str], as_of: int, rows_since: int | None) -> DataFrame:
         """The lag observations of ``groups``: all after ``rows_since``, and the last

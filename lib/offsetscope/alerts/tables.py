@@ -25,7 +25,10 @@ ALERTS = TableSpec(
             comment="rebalance_storm, member_churn, lag_stall, ... ([alerts] in conf/)",
         ),
         ColumnSpec(
-            "subject_kind", "string", False, comment="group | partition | transactional_id | table"
+            "subject_kind",
+            "string",
+            False,
+            comment="group | partition | topic | data_partition | transactional_id | table",
         ),
         ColumnSpec("subject", "string", False, comment="group id, transactional id or table"),
         ColumnSpec(

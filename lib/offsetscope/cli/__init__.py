@@ -14,6 +14,7 @@ Sub-commands::
     offsetscope report [--group G] --out FILE.html                                 (report)
     offsetscope metrics serve [--port 9308]                                        (metrics)
     offsetscope check-access [--topic T]                                           (check_access)
+    offsetscope redecode [--since T] [--tables T1,T2] [--stop-ingest] [--env E]    (redecode)
     offsetscope init [DIR] [--force]                                               (init)
     offsetscope --version
 
@@ -47,6 +48,7 @@ from offsetscope.cli import (
     ingest,
     init,
     metrics,
+    redecode,
     report,
     simulate,
     sql,
@@ -69,6 +71,7 @@ COMMANDS = (
     report,
     metrics,
     check_access,
+    redecode,
     init,
 )
 

@@ -45,9 +45,15 @@ from offsetscope.history.events import (
     Event,
     GroupMetadataEvent,
     OffsetCommitEvent,
+    ShareStateEvent,
     TransactionLogEvent,
 )
-from offsetscope.history.groups import GroupInput, GroupState, fold_group
+from offsetscope.history.groups import (
+    GROUP_METADATA_TYPES,
+    GroupInput,
+    GroupState,
+    fold_group,
+)
 from offsetscope.history.offsets import OffsetsState, fold_offsets, plain_row
 from offsetscope.history.rows import (
     AssignmentRow,
@@ -55,10 +61,13 @@ from offsetscope.history.rows import (
     GroupCurrentRow,
     OffsetCommitRow,
     SessionRow,
+    SharePartitionStateRow,
+    StreamsAssignmentRow,
     TransactionRow,
     TransitionRow,
     TxnStatusRow,
 )
+from offsetscope.history.share_state import SharePartitionState, fold_share_state, share_key
 from offsetscope.history.transactions import TxnIdState, fold_transactions
 from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC
 
@@ -66,9 +75,10 @@ from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC
 OFFSETS = "offsets"
 GROUP = "group"
 TXN = "txn"
+SHARE = "share"  # per share-partition (group:topic id:partition), __share_group_state
 
 FoldKey = tuple[str, str]
-FoldState = OffsetsState | GroupState | TxnIdState
+FoldState = OffsetsState | GroupState | TxnIdState | SharePartitionState
 Loader = Callable[[Mapping[str, Sequence[str]]], Mapping[FoldKey, FoldState]]
 
 # A plain commit window of a pending transactional commit: (offsets partition, group, topic,
@@ -89,6 +99,8 @@ class HistoryOutputs:
     groups_current: tuple[GroupCurrentRow, ...] = ()
     transactions: tuple[TransactionRow, ...] = ()
     transaction_status_timeline: tuple[TxnStatusRow, ...] = ()
+    streams_assignments: tuple[StreamsAssignmentRow, ...] = ()
+    share_partition_state: tuple[SharePartitionStateRow, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,13 +112,18 @@ class Routed:
     by_txn: Mapping[str, list[TransactionLogEvent]]
     # group -> record offset of its last group-metadata tombstone in the batch
     tombstones: Mapping[str, int]
+    # share-partition key -> its __share_group_state records
+    by_share: Mapping[str, list[ShareStateEvent]] = field(default_factory=dict)
 
     def wanted(self, summary: Summary, offsets_partitions: Sequence[int]) -> dict[str, list[str]]:
         """The state keys :func:`fold` loads first (to prefetch them with other keys)."""
+        # A share-partition's group state names its topic.
+        share_groups = {evs[0].group for evs in self.by_share.values()}
         return {
             OFFSETS: [str(p) for p in sorted(set(offsets_partitions))],
-            GROUP: sorted(set(self.by_group) | set(summary)),
+            GROUP: sorted(set(self.by_group) | set(summary) | share_groups),
             TXN: sorted(self.by_txn),
+            SHARE: sorted(self.by_share),
         }
 
 
@@ -127,22 +144,27 @@ def route(light: Iterable[Event]) -> Routed:
     by_partition: dict[int, list[OffsetCommitEvent | ControlEvent]] = defaultdict(list)
     by_group: dict[str, list[GroupInput]] = defaultdict(list)
     by_txn: dict[str, list[TransactionLogEvent]] = defaultdict(list)
+    by_share: dict[str, list[ShareStateEvent]] = defaultdict(list)
     tombstones: dict[str, int] = {}
     for e in sorted(light, key=lambda e: (e.at.topic, e.at.partition, e.at.offset)):
         if e.at.topic == TRANSACTION_TOPIC:
             if isinstance(e, TransactionLogEvent):
                 by_txn[e.transactional_id].append(e)
+        elif isinstance(e, ShareStateEvent):
+            by_share[share_key(e.group, e.topic_id, e.partition)].append(e)
         elif e.at.topic != OFFSETS_TOPIC:
             continue
         elif isinstance(e, GroupMetadataEvent | ConsumerGroupEvent):
             by_group[e.group].append(e)
             if (isinstance(e, GroupMetadataEvent) and e.tombstone) or (
-                isinstance(e, ConsumerGroupEvent) and e.record_type == 3 and e.value is None
+                isinstance(e, ConsumerGroupEvent)
+                and e.record_type in GROUP_METADATA_TYPES
+                and e.value is None
             ):
                 tombstones[e.group] = e.at.offset
         elif isinstance(e, OffsetCommitEvent | ControlEvent):
             by_partition[e.at.partition].append(e)
-    return Routed(dict(by_partition), dict(by_group), dict(by_txn), tombstones)
+    return Routed(dict(by_partition), dict(by_group), dict(by_txn), tombstones, dict(by_share))
 
 
 def fold(
@@ -186,6 +208,8 @@ def fold(
     sessions: list[SessionRow] = []
     assigns: list[AssignmentRow] = []
     current: list[GroupCurrentRow] = []
+    streams: list[StreamsAssignmentRow] = []
+    names: dict[str, dict[str, str]] = {}  # group -> topic id -> name, for share-partitions
     for group_id in groups:
         before = states.get((GROUP, group_id))
         assert before is None or isinstance(before, GroupState)
@@ -201,8 +225,31 @@ def fold(
         sessions.extend(gout.sessions)
         assigns.extend(gout.assignments)
         current.extend(gout.current)
+        streams.extend(gout.streams_assignments)
         if after is not None and after != before:
             new[(GROUP, group_id)] = after
+        if after is not None:
+            names[group_id] = {t: n for t, n, _ in after.topic_names}
+
+    shares: list[SharePartitionStateRow] = []
+    for key in sorted(routed.by_share):
+        events = routed.by_share[key]
+        sbefore = states.get((SHARE, key))
+        assert sbefore is None or isinstance(sbefore, SharePartitionState)
+        group = events[0].group
+        known = names.get(group)
+        if known is None:
+            gstate = states.get((GROUP, group))
+            known = (
+                {t: n for t, n, _ in gstate.topic_names} if isinstance(gstate, GroupState) else {}
+            )
+        topic_id = events[0].topic_id
+        safter, srows = fold_share_state(
+            sbefore, events, topic_name=known.get(topic_id) or (topic_names or {}).get(topic_id)
+        )
+        shares.extend(srows)
+        if safter != sbefore and safter is not None:
+            new[(SHARE, key)] = safter
 
     txns: list[TransactionRow] = []
     timeline: list[TxnStatusRow] = []
@@ -224,8 +271,15 @@ def fold(
         groups_current=tuple(current),
         transactions=tuple(txns),
         transaction_status_timeline=tuple(timeline),
+        streams_assignments=tuple(streams),
+        share_partition_state=tuple(shares),
     )
-    folded = {OFFSETS: offsets_folded, GROUP: len(groups), TXN: len(routed.by_txn)}
+    folded = {
+        OFFSETS: offsets_folded,
+        GROUP: len(groups),
+        TXN: len(routed.by_txn),
+        SHARE: len(routed.by_share),
+    }
     return BatchFold(outputs, new, folded)
 
 
@@ -317,6 +371,7 @@ class HistoryStates:
     # (topic, partition) -> the last offset read: a replayed record is skipped, as the pipeline
     # skips a replayed batch (its writes carry the batch's idempotency marker).
     read: Mapping[tuple[str, int], int] = field(default_factory=dict)
+    shares: Mapping[str, SharePartitionState] = field(default_factory=dict)
 
     def get(self, key: FoldKey) -> FoldState | None:
         fold_name, k = key
@@ -324,20 +379,25 @@ class HistoryStates:
             return self.offsets.get(int(k))
         if fold_name == GROUP:
             return self.groups.get(k)
+        if fold_name == SHARE:
+            return self.shares.get(k)
         return self.transactions.get(k)
 
     def updated(
         self, changed: Mapping[FoldKey, FoldState], read: Mapping[tuple[str, int], int]
     ) -> HistoryStates:
         offsets, groups, txns = dict(self.offsets), dict(self.groups), dict(self.transactions)
+        shares = dict(self.shares)
         for (_, k), s in changed.items():
             if isinstance(s, OffsetsState):
                 offsets[int(k)] = s
             elif isinstance(s, GroupState):
                 groups[k] = s
+            elif isinstance(s, SharePartitionState):
+                shares[k] = s
             else:
                 txns[k] = s
-        return HistoryStates(offsets, groups, txns, {**self.read, **read})
+        return HistoryStates(offsets, groups, txns, {**self.read, **read}, shares)
 
 
 def is_plain(event: Event) -> bool:
@@ -350,6 +410,7 @@ def fold_batch(
     events: Iterable[Event],
     *,
     topic_names: Mapping[str, str] | None = None,
+    read_committed_source: bool = False,
 ) -> tuple[HistoryStates, HistoryOutputs]:
     """Fold one batch of decoded events of both internal topics, held in memory.
 
@@ -361,6 +422,8 @@ def fold_batch(
         states: the previous batch's states, or ``None`` at the start.
         events: decoded events, in log order within each internal-topic partition.
         topic_names: topic id -> name (see :func:`offsetscope.history.groups.fold_group`).
+        read_committed_source: the events come from a ``read_committed`` Kafka source (no
+            markers; every commit that arrives is committed, ``resolved_by`` says so).
 
     Returns:
         The new states (keys untouched by the batch keep theirs) and every gold table's rows,
@@ -376,7 +439,11 @@ def fold_batch(
             fresh.append(e)
     events = fresh
     plain = [e for e in events if is_plain(e)]
-    plain_rows = [plain_row(e) for e in plain if isinstance(e, OffsetCommitEvent)]
+    plain_rows = [
+        plain_row(e, read_committed_source=read_committed_source)
+        for e in plain
+        if isinstance(e, OffsetCommitEvent)
+    ]
     routed = route(e for e in events if not is_plain(e))
     summary, _ = summarize_rows(plain_rows, routed.tombstones)
     partitions = sorted(

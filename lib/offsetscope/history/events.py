@@ -13,6 +13,7 @@ of the same producer id) are the only clock and causality the folds have.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -105,7 +106,8 @@ class GroupMetadataEvent:
 
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupEvent:
-    """KIP-848 / share / streams group records (types 3-24): key ids plus the decoded value.
+    """KIP-848 / share / streams group records (types 3-24) of ``__consumer_offsets``: key ids
+    plus the decoded value.
 
     ``value`` holds Kafka's JSON field names (``epoch``, ``memberEpoch`` ...); ``None`` for a
     tombstone.
@@ -115,6 +117,19 @@ class ConsumerGroupEvent:
     record_type: int
     group: str
     member_id: str | None
+    value: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class ShareStateEvent:
+    """``__share_group_state``: one share-partition's snapshot (type 0) or update (type 1), or
+    its tombstone (``value`` None). ``value`` holds Kafka's JSON field names."""
+
+    at: Coordinates
+    record_type: int
+    group: str
+    topic_id: str  # Kafka's URL-safe Base64 text
+    partition: int
     value: Mapping[str, Any] | None
 
 
@@ -147,7 +162,12 @@ class ControlEvent:
 
 
 Event = (
-    OffsetCommitEvent | GroupMetadataEvent | ConsumerGroupEvent | TransactionLogEvent | ControlEvent
+    OffsetCommitEvent
+    | GroupMetadataEvent
+    | ConsumerGroupEvent
+    | ShareStateEvent
+    | TransactionLogEvent
+    | ControlEvent
 )
 
 
@@ -219,7 +239,15 @@ def event_from_record(at: Coordinates, record: CoordinatorRecord) -> Event:
             client_transaction_version=value.get("clientTransactionVersion", 0),
         )
     if record.topic != OFFSETS_TOPIC:  # __share_group_state
-        return ConsumerGroupEvent(at, record.record_type, key["groupId"], None, value)
+        topic_id = key["topicId"]
+        return ShareStateEvent(
+            at,
+            record.record_type,
+            key["groupId"],
+            uuid_to_kafka(topic_id) if isinstance(topic_id, uuid.UUID) else str(topic_id),
+            int(key["partition"]),
+            value,
+        )
     if record.record_type in (0, 1):
         if value is None:
             return OffsetCommitEvent(at, key["group"], key["topic"], key["partition"], None)

@@ -1,9 +1,10 @@
 """Group fold: one group's records -> generations, transitions, member sessions, assignments.
 
-Input, per group id, in log order: classic ``GroupMetadataEvent`` (record type 2), KIP-848
-``ConsumerGroupEvent`` (types 3-8 and 16; share and streams types are not consumer groups and are
-skipped), and the group's ``OffsetCommitRow`` outputs of :mod:`offsetscope.history.offsets`
-(only for "last commit" and topic-id names; their order does not matter).
+Input, per group id, in log order: classic ``GroupMetadataEvent`` (record type 2),
+``ConsumerGroupEvent`` of KIP-848 consumer groups (types 3-8 and 16), share groups (KIP-932,
+types 9-15) and Kafka Streams groups (KIP-1071, types 17-24), and the group's
+``OffsetCommitRow`` outputs of :mod:`offsetscope.history.offsets` (only for "last commit" and
+topic-id names; their order does not matter).
 
 What the records say, and what this fold inverts (``docs/formats.md`` sections 3.3, 3.4, 8.1, 8.4):
 
@@ -33,6 +34,15 @@ What the records say, and what this fold inverts (``docs/formats.md`` sections 3
   the target assignment once a type 6 record reaches that epoch. The group state is recomputed
   after every record exactly as Kafka does on replay (:mod:`offsetscope.protocol.states`), so
   those transitions are observed at record granularity.
+
+* Share and Streams groups keep the same tables under their own record types (the mapping is
+  :data:`_FLAVORS`); one row per group epoch too, ``kind`` ``share`` or ``streams``. A share
+  group's target assignment is partitions (as KIP-848's); a Streams group's is tasks -- active,
+  standby and warm-up per subtopology -- which go to ``streams_assignments`` with each member's
+  process id, user endpoint and topology epoch, its generation rows carrying no partitions. A
+  share group is Empty or Stable (Kafka's ShareGroup); a Streams group's state is derived as a
+  consumer group's (Kafka's NotReady, for a topology whose topics are missing, is not in the
+  records).
 
 Group lives: a group id can be deleted and created again (or converted between the classic and
 the consumer protocol). Generation numbers restart, so rows carry ``group_life`` (0, then + 1 at
@@ -76,6 +86,8 @@ from offsetscope.history.rows import (
     OffsetCommitRow,
     Replacement,
     SessionRow,
+    StreamsAssignmentRow,
+    Tasks,
     TransitionRow,
 )
 from offsetscope.protocol.json_format import uuid_to_kafka
@@ -104,12 +116,88 @@ def _jump(previous: int, generation: int) -> tuple[int, int]:
 
 CLASSIC = "classic"
 KIP848 = "kip848"
+SHARE = "share"  # KIP-932 share groups
+STREAMS = "streams"  # KIP-1071 Kafka Streams groups
 SIMPLE = "simple"
-_LIVE_KINDS = (CLASSIC, KIP848)
+_LIVE_KINDS = (CLASSIC, KIP848, SHARE, STREAMS)
+_EPOCH_KINDS = (KIP848, SHARE, STREAMS)
 
-# KIP-848 record types this fold reads; the others (share 9-15, streams 17-24) are other kinds.
+# KIP-848 record types of consumer groups.
 CONSUMER_GROUP_TYPES = frozenset({3, 4, 5, 6, 7, 8, 16})
 _STABLE_MEMBER = 0  # MemberState.STABLE (docs/formats.md section 3.8)
+
+
+@dataclass(frozen=True, slots=True)
+class _Flavor:
+    """One group type of the new rebalance protocol, as its records map onto KIP-848's.
+
+    Share groups (KIP-932) and Kafka Streams groups (KIP-1071) keep the same tables as consumer
+    groups -- a group epoch, member metadata, a target assignment with its epoch, each member's
+    current assignment and epoch -- under record types of their own, so one fold replays all
+    three. What differs: the member record's fields, a Streams target assignment of tasks
+    rather than partitions, Streams' member states (1 = stable), and how the group state is
+    derived (a share group is Empty or Stable, Kafka's ShareGroup.maybeUpdateGroupState).
+    """
+
+    kind: str
+    protocol_type: str
+    metadata: int
+    partition_metadata: int
+    member: int
+    target_metadata: int
+    target_member: int
+    current: int
+    names: frozenset[int]  # records that map topic ids to names
+    topology: int | None
+    stable_member: int
+    record_names: Mapping[int, str]
+
+
+_FLAVORS = (
+    _Flavor(
+        KIP848, "consumer", 3, 4, 5, 6, 7, 8, frozenset({4}), None, _STABLE_MEMBER,
+        {
+            3: "ConsumerGroupMetadata",
+            4: "ConsumerGroupPartitionMetadata",
+            5: "ConsumerGroupMemberMetadata",
+            6: "ConsumerGroupTargetAssignmentMetadata",
+            7: "ConsumerGroupTargetAssignmentMember",
+            8: "ConsumerGroupCurrentMemberAssignment",
+            16: "ConsumerGroupRegularExpression",
+        },
+    ),
+    _Flavor(
+        SHARE, "share", 11, 9, 10, 12, 13, 14, frozenset({9, 15}), None, _STABLE_MEMBER,
+        {
+            9: "ShareGroupPartitionMetadata",
+            10: "ShareGroupMemberMetadata",
+            11: "ShareGroupMetadata",
+            12: "ShareGroupTargetAssignmentMetadata",
+            13: "ShareGroupTargetAssignmentMember",
+            14: "ShareGroupCurrentMemberAssignment",
+            15: "ShareGroupStatePartitionMetadata",
+        },
+    ),
+    _Flavor(
+        STREAMS, "streams", 17, 18, 19, 20, 21, 22, frozenset({18}), 23, 1,
+        {
+            17: "StreamsGroupMetadata",
+            18: "StreamsGroupPartitionMetadata",
+            19: "StreamsGroupMemberMetadata",
+            20: "StreamsGroupTargetAssignmentMetadata",
+            21: "StreamsGroupTargetAssignmentMember",
+            22: "StreamsGroupCurrentMemberAssignment",
+            23: "StreamsGroupTopology",
+            24: "StreamsGroupTargetAssignmentResolvedTopicIds",
+        },
+    ),
+)  # fmt: skip
+_FLAVOR_OF_TYPE: Mapping[int, _Flavor] = {t: f for f in _FLAVORS for t in f.record_names}
+_FLAVOR_OF_KIND: Mapping[str, _Flavor] = {f.kind: f for f in _FLAVORS}
+# Record types this fold reads besides classic group metadata.
+GROUP_RECORD_TYPES = frozenset(_FLAVOR_OF_TYPE)
+# The group metadata record of each type: its tombstone deletes the group.
+GROUP_METADATA_TYPES = frozenset(f.metadata for f in _FLAVORS)
 
 _C = ClassicGroupState
 _K = ConsumerGroupState
@@ -152,6 +240,12 @@ class KipState:
     # in the same coordinator write replaces them (the old member's tombstones come first)
     left_static: tuple[SessionRow, ...]
     left_static_at: int
+    # Kafka Streams groups only: member id -> (process id, endpoint host, endpoint port, the
+    # member's topology epoch), the target tasks per member (active, standby, warm-up), and
+    # the group's topology epoch (type 23).
+    streams_members: tuple[tuple[str, str | None, str | None, int | None, int | None], ...] = ()
+    target_tasks: tuple[tuple[str, Tasks, Tasks, Tasks], ...] = ()
+    topology_epoch: int | None = None
 
 
 # Kafka's initial values: group epoch 0, target assignment epoch 0.
@@ -193,6 +287,7 @@ class GroupOutputs:
     sessions: tuple[SessionRow, ...] = ()
     assignments: tuple[AssignmentRow, ...] = ()
     current: tuple[GroupCurrentRow, ...] = ()
+    streams_assignments: tuple[StreamsAssignmentRow, ...] = ()
 
 
 def fold_group(
@@ -297,6 +392,13 @@ class _Folder:
         self.deleting = kip.deleting
         self.left_static: dict[str, SessionRow] = {x.instance_id or "": x for x in kip.left_static}
         self.left_static_at = kip.left_static_at
+        self.streams_members: dict[str, tuple[str | None, str | None, int | None, int | None]] = {
+            m[0]: m[1:] for m in kip.streams_members
+        }
+        self.target_tasks: dict[str, tuple[Tasks, Tasks, Tasks]] = {
+            t[0]: t[1:] for t in kip.target_tasks
+        }
+        self.topology_epoch = kip.topology_epoch
 
         self.dirty = False
         self.seq = 0
@@ -304,6 +406,7 @@ class _Folder:
         self.out_tr: dict[tuple[Any, ...], TransitionRow] = {}
         self.out_sess: dict[tuple[Any, ...], SessionRow] = {}
         self.out_asg: dict[tuple[Any, ...], AssignmentRow] = {}
+        self.out_streams: dict[tuple[Any, ...], StreamsAssignmentRow] = {}
 
     # ------------------------------------------------------------------ plumbing
 
@@ -316,7 +419,7 @@ class _Folder:
         at = event.at
         if at.offset <= self.last_offset:
             return  # already folded (a replayed batch)
-        if isinstance(event, ConsumerGroupEvent) and event.record_type not in CONSUMER_GROUP_TYPES:
+        if isinstance(event, ConsumerGroupEvent) and event.record_type not in GROUP_RECORD_TYPES:
             return
         self.last_offset = at.offset
         self.at_offset = at.offset
@@ -347,6 +450,9 @@ class _Folder:
                 self.deleting,
                 tuple(self.left_static.values()),
                 self.left_static_at,
+                tuple((mid, *extra) for mid, extra in self.streams_members.items()),
+                tuple((mid, *tasks) for mid, tasks in self.target_tasks.items()),
+                self.topology_epoch,
             )
         return GroupState(
             group_id=self.group_id,
@@ -380,6 +486,7 @@ class _Folder:
             sessions=tuple(self.out_sess.values()),
             assignments=tuple(self.out_asg.values()),
             current=current,
+            streams_assignments=tuple(self.out_streams.values()),
         )
 
     def _prune(self) -> None:
@@ -491,6 +598,9 @@ class _Folder:
         self.deleting = False
         self.left_static = {}
         self.left_static_at = -1
+        self.streams_members = {}
+        self.target_tasks = {}
+        self.topology_epoch = None
 
     def _enter(self, kind: str, at: Coordinates, regressed: bool) -> None:
         if self.kind in _LIVE_KINDS and (self.life_ended or self.kind != kind or regressed):
@@ -548,7 +658,7 @@ class _Folder:
     def _current_row(self) -> GroupCurrentRow:
         assert self.latest_at is not None
         cur = self.current
-        if self.kind == KIP848:
+        if self.kind in _EPOCH_KINDS:
             members = 0 if self.deleted else len(self.kmembers)
         else:
             members = 0 if self.deleted or cur is None else cur.member_count
@@ -839,47 +949,80 @@ class _Folder:
 
     def _kip(self, e: ConsumerGroupEvent) -> None:
         rt, at, v = e.record_type, e.at, e.value
+        f = _FLAVOR_OF_TYPE[rt]
         if v is not None:
             regressed = (
-                rt == 3
-                and self.kind == KIP848
+                rt == f.metadata
+                and self.kind == f.kind
                 and self.current is not None
                 and not self.life_ended
                 and int(v["epoch"]) < self.current.generation
             )
-            self._enter(KIP848, at, regressed)
+            self._enter(f.kind, at, regressed)
             self.has_kip = True
         elif self.kind is None:
-            self.kind = KIP848
-        elif self.kind != KIP848 or self.life_ended:
+            self.kind = f.kind
+        elif self.kind != f.kind or self.life_ended:
             return  # tombstones of a life that is already over
         self.has_kip = True
-        if rt == 3:
+        if rt == f.metadata:
             if v is None:
-                self._to_dead(at, "consumer group deleted, or converted to a classic group")
+                self._to_dead(
+                    at,
+                    "consumer group deleted, or converted to a classic group"
+                    if f.kind == KIP848
+                    else f"{f.protocol_type} group deleted",
+                )
                 self.kmembers, self.target, self.unreconciled = {}, {}, None
+                self.streams_members, self.target_tasks = {}, {}
                 return
             self._kip_epoch(at, int(v["epoch"]))
-        elif rt == 4 and v is not None:
-            for t in v.get("topics") or ():
+        elif rt in f.names and v is not None:
+            for t in (
+                *(v.get("topics") or ()),
+                *(v.get("initializingTopics") or ()),
+                *(v.get("initializedTopics") or ()),
+                *(v.get("deletingTopics") or ()),
+            ):
                 self._learn(topic_text(t["topicId"]), t["topicName"], at.offset)
-        elif rt == 5:
+        elif rt == f.member:
             self._kip_member(e)
-        elif rt == 6:
+            if f.kind == STREAMS and e.member_id is not None:
+                if v is None:
+                    self.streams_members.pop(e.member_id, None)
+                else:
+                    endpoint = v.get("userEndpoint")
+                    self.streams_members[e.member_id] = (
+                        v.get("processId"),
+                        endpoint["host"] if endpoint else None,
+                        int(endpoint["port"]) if endpoint else None,
+                        int(v["topologyEpoch"]) if v.get("topologyEpoch") is not None else None,
+                    )
+        elif rt == f.target_metadata:
             if v is None:
                 self.deleting = True  # only group deletion tombstones the assignment metadata
             else:
                 stamp = int(v.get("assignmentTimestamp", 0) or 0)
                 self._kip_assignment(at, int(v["assignmentEpoch"]), stamp if stamp > 0 else None)
-        elif rt == 7:
+        elif rt == f.target_member:
             if e.member_id is None:
                 return
             if v is None:
                 self.target.pop(e.member_id, None)
+                self.target_tasks.pop(e.member_id, None)
+            elif f.kind == STREAMS:
+                self.target[e.member_id] = ()  # tasks, not partitions
+                self.target_tasks[e.member_id] = (
+                    _tasks(v.get("activeTasks")),
+                    _tasks(v.get("standbyTasks")),
+                    _tasks(v.get("warmupTasks")),
+                )
             else:
                 self.target[e.member_id] = _kip_partitions(v.get("topicPartitions") or ())
-        elif rt == 8:
+        elif rt == f.current:
             self._kip_current(e)
+        elif rt == f.topology and v is not None:
+            self.topology_epoch = int(v["epoch"])
         self._kip_recompute(at, rt)
 
     def _kip_epoch(self, at: Coordinates, epoch: int) -> None:
@@ -897,12 +1040,13 @@ class _Folder:
             skipped, rebalances = _jump(prev.generation, epoch)
             joined, left, replaced = _diff_members(prev.members, members)
         assignors = Counter(m.server_assignor for m in self.kmembers.values() if m.server_assignor)
+        flavor = _FLAVOR_OF_KIND[self.kind or KIP848]
         row = GenerationRow(
             group_id=self.group_id,
             group_life=self.life,
             generation=epoch,
-            kind=KIP848,
-            protocol_type="consumer",
+            kind=flavor.kind,
+            protocol_type=flavor.protocol_type,
             protocol=min(assignors, key=lambda a: (-assignors[a], a)) if assignors else None,
             state=self.state or _K.EMPTY.value,
             leader=None,
@@ -988,6 +1132,35 @@ class _Folder:
         self._emit_assignments(
             row, {(self._name(t), p): t for parts in self.target.values() for t, p in parts}
         )
+        if self.kind == STREAMS:
+            self._emit_streams_assignment(row, epoch, at.timestamp if stamp is None else stamp)
+
+    def _emit_streams_assignment(self, row: GenerationRow, epoch: int, at: int) -> None:
+        """Each member's tasks in the target assignment of ``epoch``, with where it runs."""
+        for mid, (active, standby, warmup) in self.target_tasks.items():
+            member = self.kmembers.get(mid)
+            process_id, host, port, member_topology = self.streams_members.get(
+                mid, (None, None, None, None)
+            )
+            out = StreamsAssignmentRow(
+                group_id=self.group_id,
+                group_life=self.life,
+                assignment_epoch=epoch,
+                member_id=mid,
+                process_id=process_id,
+                host=host,
+                port=port,
+                instance_id=member.instance_id if member else None,
+                client_id=member.client_id if member else None,
+                client_host=member.client_host if member else None,
+                topology_epoch=self.topology_epoch,
+                member_topology_epoch=member_topology,
+                active_tasks=active,
+                standby_tasks=standby,
+                warmup_tasks=warmup,
+                assigned_at=at,
+            )
+            self._put(self.out_streams, (self.group_id, self.life, epoch, mid), out)
 
     def _learn(self, topic_id: str, name: str, offset: int) -> None:
         known = self.topic_names.get(topic_id)
@@ -1045,7 +1218,7 @@ class _Folder:
             session_timeout_ms=int(classic["sessionTimeoutMs"]) if classic else -1,
             server_assignor=v.get("serverAssignor"),
             member_epoch=old.member_epoch if old else 0,
-            member_state=old.member_state if old else _STABLE_MEMBER,
+            member_state=old.member_state if old else self._stable_member(),
         )
         self.kmembers[mid] = member
         self._track(mid)
@@ -1095,7 +1268,7 @@ class _Folder:
         epoch, state = int(v["memberEpoch"]), int(v["state"])
         old = self.kmembers.get(mid)
         if old is None:
-            old = KipMember(mid, None, None, "", "", (), -1, -1, None, 0, _STABLE_MEMBER)
+            old = KipMember(mid, None, None, "", "", (), -1, -1, None, 0, self._stable_member())
         self.kmembers[mid] = evolve(old, member_epoch=epoch, member_state=state)
         self._track(mid)
         session = self.sessions.get(mid)
@@ -1112,9 +1285,13 @@ class _Folder:
             if first != session.first_generation:
                 self._emit_session(updated)
 
+    def _stable_member(self) -> int:
+        flavor = _FLAVOR_OF_KIND.get(self.kind or "")
+        return flavor.stable_member if flavor is not None else _STABLE_MEMBER
+
     def _reconciled(self, m: KipMember) -> bool:
         # Kafka's ConsumerGroupMember.isReconciledTo(targetAssignmentEpoch)
-        return m.member_state == _STABLE_MEMBER and m.member_epoch == self.target_epoch
+        return m.member_state == self._stable_member() and m.member_epoch == self.target_epoch
 
     def _track(self, member_id: str) -> None:
         if self.unreconciled is None:
@@ -1136,6 +1313,8 @@ class _Folder:
         group_epoch = self.current.generation if self.current else 0
         if not self.kmembers:
             new = _K.EMPTY
+        elif self.kind == SHARE:
+            new = _K.STABLE  # Kafka's ShareGroup: Empty or Stable, whatever the assignment
         elif group_epoch > self.target_epoch:
             new = _K.ASSIGNING
         elif self._any_unreconciled():
@@ -1153,22 +1332,11 @@ class _Folder:
             (ts, ts, ts),
             "record_timestamp",
             False,
-            f"recomputed after a {_KIP_RECORD_NAMES[record_type]} record",
+            f"recomputed after a {_FLAVOR_OF_TYPE[record_type].record_names[record_type]} record",
         )
         self._set_state(new.value, ts)
         if self.current is not None and self.current.state != new.value:
             self._emit_generation(evolve(self.current, state=new.value))
-
-
-_KIP_RECORD_NAMES = {
-    3: "ConsumerGroupMetadata",
-    4: "ConsumerGroupPartitionMetadata",
-    5: "ConsumerGroupMemberMetadata",
-    6: "ConsumerGroupTargetAssignmentMetadata",
-    7: "ConsumerGroupTargetAssignmentMember",
-    8: "ConsumerGroupCurrentMemberAssignment",
-    16: "ConsumerGroupRegularExpression",
-}
 
 
 # ---------------------------------------------------------------------- helpers
@@ -1199,6 +1367,14 @@ def _kip_generation_member(m: KipMember) -> GenerationMember:
         subscribed_topics=m.subscribed_topics,
         rack_id=m.rack_id,
         member_epoch=m.member_epoch,
+    )
+
+
+def _tasks(entries: Iterable[Mapping[str, Any]] | None) -> Tasks:
+    """Kafka Streams task ids: (subtopology id, partitions) per subtopology, in record order."""
+    return tuple(
+        (str(e["subtopologyId"]), tuple(int(p) for p in e.get("partitions") or ()))
+        for e in entries or ()
     )
 
 

@@ -9,9 +9,14 @@ data-topic segments.
 Rules, for one group, partition and time T (everything strictly "as of T": the latest commit
 effective at or before T, and the latest sample taken at or before T):
 
-* **records**: ``end - committed`` (never negative), where ``end`` is the last stable offset for
-  a ``read_committed`` group (records above it are invisible to it, so they are not lag; the
-  high watermark stands in when no LSO was sampled) and the high watermark otherwise;
+* **records**: ``end - committed`` (never negative), against both ends: the high watermark
+  (what a ``read_uncommitted`` consumer can read) and the last stable offset (what a
+  ``read_committed`` one can: records above it are invisible to it, so they are not lag).
+  Kafka's log does not record how a group reads, so every row carries both, and names the one
+  views and rules use (:func:`lag_basis`): the LSO unless a hint says the group reads
+  uncommitted, or the group has committed past the LSO (only a ``read_uncommitted`` consumer
+  can), or no LSO was sampled (then the high watermark stands in). On a partition without an
+  open transaction the two are equal;
 * **seconds**: how long ago the first unconsumed record (offset ``committed``) was appended:
   exact when data-record timestamps per offset are available (the record's own timestamp, as
   klag-exporter does), otherwise interpolated from the high-watermark samples (the time the log
@@ -25,6 +30,7 @@ effective at or before T, and the latest sample taken at or before T):
 from __future__ import annotations
 
 import bisect
+import fnmatch
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -34,6 +40,59 @@ from offsetscope.history.rows import EndOffsetSample, OffsetCommitRow, Partition
 RecordTime = Callable[[str, int, int], int | None]
 GroupPartition = tuple[str, str, int]
 TopicPartitionKey = tuple[str, int]
+
+# partition_lag.lag_basis: which end lag_records, lag_seconds and end_offset are measured to.
+LSO = "lso"
+HIGH_WATERMARK = "high_watermark"
+# partition_lag.basis_reason: why.
+HINT_READ_COMMITTED = "read_committed_groups"  # [pipeline] read_committed_groups names it
+HINT_READ_UNCOMMITTED = "read_uncommitted_groups"  # [pipeline] read_uncommitted_groups does
+READ_PAST_LSO = "read_past_lso"  # committed above the LSO: only read_uncommitted reads there
+NO_LSO = "no_lso"  # the sample has no last stable offset
+DEFAULT = "default"  # no hint: the LSO, equal to the high watermark without open transactions
+
+
+def lag_basis(committed: int, lso: int | None, hint: bool | None) -> tuple[str, str]:
+    """(basis, reason): the end a group's lag is measured to on one partition at one sample.
+
+    Args:
+        committed: the group's committed offset.
+        lso: the sampled last stable offset (None: unknown).
+        hint: True for a group listed as ``read_committed``, False for one listed as
+            ``read_uncommitted``, None for no hint.
+    """
+    if lso is None:
+        return HIGH_WATERMARK, NO_LSO
+    if hint is True:
+        return LSO, HINT_READ_COMMITTED
+    if hint is False:
+        return HIGH_WATERMARK, HINT_READ_UNCOMMITTED
+    if committed > lso:
+        return HIGH_WATERMARK, READ_PAST_LSO
+    return LSO, DEFAULT
+
+
+def isolation_hint(
+    read_committed: Iterable[str], read_uncommitted: Iterable[str] = ()
+) -> Callable[[str], bool | None]:
+    """A group id -> hint function over the two lists of ``[pipeline]`` (exact ids or
+    ``fnmatch`` patterns; an exact id wins, then ``read_committed_groups`` patterns)."""
+    rc, ru = frozenset(read_committed), frozenset(read_uncommitted)
+    rc_globs = [g for g in sorted(rc) if any(ch in g for ch in "*?[")]
+    ru_globs = [g for g in sorted(ru) if any(ch in g for ch in "*?[")]
+
+    def hint(group_id: str) -> bool | None:
+        if group_id in rc:
+            return True
+        if group_id in ru:
+            return False
+        if any(fnmatch.fnmatchcase(group_id, g) for g in rc_globs):
+            return True
+        if any(fnmatch.fnmatchcase(group_id, g) for g in ru_globs):
+            return False
+        return None
+
+    return hint
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +226,7 @@ class LagIndex:
         partition: int,
         as_of: int,
         *,
-        read_committed: bool = False,
+        read_committed: bool | None = None,
         record_time: RecordTime | None = None,
     ) -> PartitionLagRow | None:
         """One group's lag on one partition as of ``as_of``; ``None`` without a commit.
@@ -177,8 +236,9 @@ class LagIndex:
             topic: the data topic.
             partition: the data partition.
             as_of: epoch ms; only commits and samples at or before it are used.
-            read_committed: the group reads with ``isolation.level=read_committed``: lag is
-                measured against the last stable offset.
+            read_committed: how the group reads, when known (``isolation.level``): True
+                measures ``lag_records`` against the last stable offset, False against the high
+                watermark; None lets :func:`lag_basis` choose. Both lags are in the row either way.
             record_time: data-record timestamps, for exact lag in seconds.
         """
         commit = self.committed_as_of(group_id, topic, partition, as_of)
@@ -196,7 +256,7 @@ class LagIndex:
         group_id: str,
         commit: CommitPoint,
         view: _SampleView,
-        read_committed: bool,
+        hint: bool | None,
         record_time: RecordTime | None,
     ) -> PartitionLagRow:
         """A group's lag row from its commit in effect and the partition's samples then."""
@@ -205,30 +265,35 @@ class LagIndex:
         assert committed is not None  # the caller skips removed commits
         if sample is None:
             return PartitionLagRow(
-                group_id, topic, partition, as_of, read_committed, committed, commit.at,
+                group_id, topic, partition, as_of, bool(hint), committed, commit.at,
                 None, None, None, None, None, None, None, None, False, 0,
             )  # fmt: skip
         lso = sample.last_stable_offset if sample.last_stable_offset >= 0 else None
-        end = lso if read_committed and lso is not None else sample.high_watermark
-        lag_records = max(0, end - committed)
-        lag_seconds: float | None
-        method: str | None
-        if lag_records == 0:
-            lag_seconds, method = 0.0, "caught_up"
-        else:
+        basis, reason = lag_basis(committed, lso, hint)
+        hwm = sample.high_watermark
+        lag_hwm = max(0, hwm - committed)
+        lag_lso = None if lso is None else max(0, lso - committed)
+        lag_records = lag_lso if basis == LSO and lag_lso is not None else lag_hwm
+        appended: float | None = None
+        method: str | None = None
+        if lag_hwm > 0:  # the committed record exists: when was it appended
             appended, method = append_time(topic, partition, committed, view.history, record_time)
-            lag_seconds = None if appended is None else max(0, as_of - appended) / 1000.0
+        seconds_hwm = _seconds(lag_hwm, appended, as_of)
+        seconds_lso = None if lag_lso is None else _seconds(lag_lso, appended, as_of)
+        lag_seconds = seconds_lso if basis == LSO else seconds_hwm
+        if lag_records == 0:
+            method = "caught_up"
         lost = max(0, sample.log_start_offset - committed)
         return PartitionLagRow(
             group_id=group_id,
             topic=topic,
             partition=partition,
             as_of=as_of,
-            read_committed=read_committed,
+            read_committed=basis == LSO,
             committed_offset=committed,
             committed_at=commit.at,
-            end_offset=end,
-            high_watermark=sample.high_watermark,
+            end_offset=lso if basis == LSO else hwm,
+            high_watermark=hwm,
             last_stable_offset=lso,
             log_start_offset=sample.log_start_offset,
             sampled_at=sample.sampled_at,
@@ -237,6 +302,12 @@ class LagIndex:
             lag_method=method if lag_seconds is not None else None,
             data_loss=lost > 0,
             lost_records=lost,
+            lag_basis=basis,
+            basis_reason=reason,
+            lag_records_hwm=lag_hwm,
+            lag_records_lso=lag_lso,
+            lag_seconds_hwm=seconds_hwm,
+            lag_seconds_lso=seconds_lso,
         )
 
     def rows(
@@ -244,10 +315,11 @@ class LagIndex:
         as_of_times: Iterable[int],
         *,
         read_committed_groups: Iterable[str] = (),
+        read_uncommitted_groups: Iterable[str] = (),
         record_time: RecordTime | None = None,
     ) -> list[PartitionLagRow]:
         """``partition_lag`` rows for every group partition with a commit, at each time."""
-        rc = frozenset(read_committed_groups)
+        hint = isolation_hint(read_committed_groups, read_uncommitted_groups)
         times = sorted(set(as_of_times))
         out: list[PartitionLagRow] = []
         for group_id, topic, partition in self.group_partitions():
@@ -257,12 +329,20 @@ class LagIndex:
                     topic,
                     partition,
                     t,
-                    read_committed=group_id in rc,
+                    read_committed=hint(group_id),
                     record_time=record_time,
                 )
                 if row is not None:
                     out.append(row)
         return out
+
+
+def _seconds(lag_records: int, appended: float | None, as_of: int) -> float | None:
+    """Lag in seconds behind one end: 0 when caught up to it, else since the first unconsumed
+    record was appended (None when that time is unknown)."""
+    if lag_records == 0:
+        return 0.0
+    return None if appended is None else max(0, as_of - appended) / 1000.0
 
 
 def append_time(

@@ -284,3 +284,108 @@ class PartitionLagRow:
     lag_method: str | None  # "caught_up" | "exact" | "interpolated" | "extrapolated"
     data_loss: bool
     lost_records: int
+    # Both lags, whatever the group reads with; end_offset, lag_records and lag_seconds above
+    # are the one lag_basis names ("lso" | "high_watermark"), chosen for basis_reason
+    # (offsetscope.history.lag.lag_basis). None without a sample.
+    lag_basis: str | None = None
+    basis_reason: str | None = None
+    lag_records_hwm: int | None = None
+    lag_records_lso: int | None = None
+    lag_seconds_hwm: float | None = None
+    lag_seconds_lso: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StuckPartitionRow:
+    """``stuck_partitions``: one episode of a data partition's last stable offset standing still
+    while its high watermark moved, for longer than the bound (:mod:`offsetscope.history.stuck`).
+    """
+
+    topic: str
+    partition: int
+    stuck_since: int  # the first sample at this last stable offset
+    last_stable_offset: int
+    detected_at: int  # the first sample past the bound
+    resolved_at: int | None  # the first sample at another LSO; None while stuck
+    stuck_ms: int  # from stuck_since to resolved_at, or to the last sample while stuck
+    high_watermark: int  # at the last sample (or the last one before the LSO moved)
+    high_watermark_since: int  # at stuck_since
+    records_held: int  # high watermark - LSO: records no read_committed consumer gets
+    sampled_at: int  # the last sample this row reflects
+    # "open_transaction": its coordinator knows the transaction (a slow or hung producer);
+    # "hanging_transaction": no coordinator does (its markers never reached the partition).
+    cause: str
+    transactional_id: str | None
+    producer_id: int | None
+    producer_epoch: int | None
+    transaction_started_at: int | None
+    transaction_timeout_ms: int | None
+    open_for_ms: int | None  # how long the transaction had been open at sampled_at
+    first_offset: int  # first offset of the transaction holding the LSO
+    first_offset_source: str  # "segments" (read from the data log) | "lso" (the LSO itself)
+    abort_command: str | None  # kafka-transactions.sh abort, for a hanging transaction
+    blocked_groups: tuple[str, ...]  # groups whose committed offset is the stuck LSO
+    behind_groups: tuple[str, ...]  # groups below it, that will stop there
+    updated_at: int
+
+
+# A Kafka Streams task set: (subtopology id, partitions) per subtopology.
+Tasks = tuple[tuple[str, tuple[int, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsAssignmentRow:
+    """``streams_assignments``: one member's tasks in one target assignment of a Kafka Streams
+    group (KIP-1071), with the process and host it runs in."""
+
+    group_id: str
+    group_life: int
+    assignment_epoch: int
+    member_id: str
+    process_id: str | None
+    host: str | None  # the member's user endpoint (application.server), if it has one
+    port: int | None
+    instance_id: str | None
+    client_id: str | None
+    client_host: str | None
+    topology_epoch: int | None  # the group's topology epoch when the assignment was stored
+    member_topology_epoch: int | None  # the topology epoch the member runs
+    active_tasks: Tasks
+    standby_tasks: Tasks
+    warmup_tasks: Tasks
+    assigned_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShareStateBatch:
+    """A range of records of a share-partition and how far their delivery went."""
+
+    first_offset: int
+    last_offset: int
+    delivery_state: int  # 0 Available, 2 Acknowledged, 4 Archived
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class SharePartitionStateRow:
+    """``share_partition_state``: one share-partition's state (KIP-932) after one record of
+    ``__share_group_state`` (a snapshot, or an update applied to the state before it)."""
+
+    group_id: str
+    topic_id: str
+    topic: str | None  # its name, when the group's records taught it
+    partition: int
+    record_partition: int
+    record_offset: int
+    record_timestamp: int
+    record_kind: str  # "snapshot" | "update"
+    snapshot_epoch: int
+    state_epoch: int
+    leader_epoch: int
+    start_offset: int
+    delivery_complete_count: int | None
+    batches: tuple[ShareStateBatch, ...]  # the state after the record, in offset order
+    in_flight_records: int  # records in batches still Available (not acknowledged/archived)
+    acknowledged_records: int
+    archived_records: int
+    max_delivery_count: int

@@ -207,7 +207,9 @@ def stuck_rebalances(
             )
         )
     for st in sorted(states, key=lambda s: s.group_id):
-        if st.kind != "kip848" or st.state not in (
+        # Streams groups converge as KIP-848 consumer groups do (a share group is never
+        # Assigning or Reconciling).
+        if st.kind not in ("kip848", "streams") or st.state not in (
             ConsumerGroupState.ASSIGNING.value,
             ConsumerGroupState.RECONCILING.value,
         ):

@@ -170,7 +170,7 @@ GROUP_GENERATIONS = Table(
         _c("group_id", "string", comment="consumer group id (group.id)"),
         _c("group_life", "int", comment="0, +1 each time the id is deleted and re-created"),
         _c("generation", "int", comment="classic generation id or KIP-848 group epoch"),
-        _c("kind", "string", comment="classic | kip848"),
+        _c("kind", "string", comment="classic | kip848 | share | streams"),
         _c(
             "protocol_type",
             "string",
@@ -333,7 +333,7 @@ GROUPS_CURRENT = Table(
     (
         _c("group_id", "string", comment="consumer group id"),
         _c("group_life", "int", comment="0, +1 each time the id is deleted and re-created"),
-        _c("kind", "string", comment="classic | kip848 | simple"),
+        _c("kind", "string", comment="classic | kip848 | share | streams | simple"),
         _c("state", "string", True, "state now (Stable, Empty, Dead, ...); null if unknown"),
         _c("state_since", "timestamp", True, "when the group entered its current state"),
         _c("generation", "int", True, "current generation (classic) or group epoch (KIP-848)"),
@@ -538,11 +538,11 @@ PARTITION_LAG = Table(
         _c(
             "read_committed",
             "boolean",
-            comment="the group reads with isolation.level=read_committed (measured against the LSO)",
+            comment="lag_basis is the last stable offset (as a read_committed consumer sees it)",
         ),
         _c("committed_offset", "bigint", comment="the group's committed offset at as_of"),
         _c("committed_at", "timestamp", comment="when that offset became the group's"),
-        _c("end_offset", "bigint", True, "LSO for read_committed groups, else high watermark"),
+        _c("end_offset", "bigint", True, "the end lag_basis names (LSO or high watermark)"),
         _c("high_watermark", "bigint", True, "high watermark of the sample"),
         _c("last_stable_offset", "bigint", True, "last stable offset of the sample"),
         _c("log_start_offset", "bigint", True, "log start offset of the sample"),
@@ -551,12 +551,23 @@ PARTITION_LAG = Table(
             "lag_records",
             "bigint",
             True,
-            "end_offset - committed_offset (kafka-consumer-groups LAG)",
+            "end_offset - committed_offset (kafka-consumer-groups LAG, against lag_basis)",
         ),
         _c("lag_seconds", "double", True, "how long ago the committed offset was the end offset"),
         _c("lag_method", "string", True, "caught_up | exact | interpolated | extrapolated"),
         _c("data_loss", "boolean", comment="committed offset below the log start offset"),
         _c("lost_records", "bigint", comment="records deleted before the group read them"),
+        _c("lag_basis", "string", True, "lso | high_watermark: what lag_records measures to"),
+        _c(
+            "basis_reason",
+            "string",
+            True,
+            "read_committed_groups | read_uncommitted_groups | read_past_lso | no_lso | default",
+        ),
+        _c("lag_records_hwm", "bigint", True, "lag in records against the high watermark"),
+        _c("lag_records_lso", "bigint", True, "lag in records against the last stable offset"),
+        _c("lag_seconds_hwm", "double", True, "lag in seconds against the high watermark"),
+        _c("lag_seconds_lso", "double", True, "lag in seconds against the last stable offset"),
         Column(
             "as_of_date", "date", False, "CAST(as_of AS DATE)", "date of as_of (partition column)"
         ),
@@ -570,6 +581,135 @@ PARTITION_LAG = Table(
     change_data_feed=False,
 )
 
+TASKS = "array<struct<subtopology_id:string,partitions:array<int>>>"
+
+STREAMS_ASSIGNMENTS = Table(
+    "streams_assignments",
+    r.StreamsAssignmentRow,
+    (
+        _c("group_id", "string", comment="Kafka Streams application id (the group id)"),
+        _c("group_life", "int", comment="0, +1 each time the id is deleted and re-created"),
+        _c("assignment_epoch", "int", comment="the target assignment's epoch"),
+        _c("member_id", "string", comment="the member (one Kafka Streams client)"),
+        _c("process_id", "string", True, "the Kafka Streams instance (process.id)"),
+        _c("host", "string", True, "its user endpoint (application.server)"),
+        _c("port", "int", True, "its user endpoint's port"),
+        _c("instance_id", "string", True, "group.instance.id of a static member"),
+        _c("client_id", "string", True, "client.id of the member"),
+        _c("client_host", "string", True, "host the member connected from"),
+        _c("topology_epoch", "int", True, "the group's topology epoch then"),
+        _c("member_topology_epoch", "int", True, "the topology epoch the member runs"),
+        _c("active_tasks", TASKS, comment="active tasks: subtopology id and its partitions"),
+        _c(
+            "standby_tasks", TASKS, comment="standby tasks (state replicas kept warm for fail-over)"
+        ),
+        _c(
+            "warmup_tasks",
+            TASKS,
+            comment="warm-up tasks (state being restored before the task moves here)",
+        ),
+        _c(
+            "assigned_at",
+            "timestamp",
+            comment="time of the record that stored this target assignment",
+        ),
+    ),
+    key=("group_id", "group_life", "assignment_epoch", "member_id"),
+    comment="Kafka Streams groups (KIP-1071): each member's tasks per target assignment.",
+)
+
+SHARE_BATCH = "struct<first_offset:bigint,last_offset:bigint,delivery_state:int,delivery_count:int>"
+
+SHARE_PARTITION_STATE = Table(
+    "share_partition_state",
+    r.SharePartitionStateRow,
+    (
+        _c("group_id", "string", comment="share group id"),
+        _c("topic_id", "string", comment="the topic id (base64, as Kafka prints it)"),
+        _c("topic", "string", True, "the topic's name, when the group's records name it"),
+        _c("partition", "int", comment="the share-partition: partition of the topic"),
+        _c("record_partition", "int", comment="__share_group_state partition"),
+        _c("record_offset", "bigint", comment="offset of the __share_group_state record"),
+        _c("record_timestamp", "timestamp", comment="timestamp of that record"),
+        _c("record_kind", "string", comment="snapshot | update"),
+        _c("snapshot_epoch", "int", comment="snapshot epoch (+1 per ShareSnapshot)"),
+        _c(
+            "state_epoch",
+            "int",
+            comment="state epoch (+1 when the share-partition is re-initialized)",
+        ),
+        _c("leader_epoch", "int", comment="leader epoch of the partition when written"),
+        _c("start_offset", "bigint", comment="every record below it is done"),
+        _c(
+            "delivery_complete_count",
+            "int",
+            True,
+            "records delivered and done, as the coordinator counts them",
+        ),
+        _c("batches", f"array<{SHARE_BATCH}>", comment="0 Available, 2 Acknowledged, 4 Archived"),
+        _c(
+            "in_flight_records", "bigint", comment="records in Available batches above start_offset"
+        ),
+        _c(
+            "acknowledged_records",
+            "bigint",
+            comment="records in Acknowledged batches above start_offset",
+        ),
+        _c("archived_records", "bigint", comment="records in Archived batches above start_offset"),
+        _c("max_delivery_count", "int", comment="highest delivery count of any batch"),
+    ),
+    key=("record_partition", "record_offset"),
+    comment="Share groups (KIP-932): a share-partition's state after each record of "
+    "__share_group_state.",
+)
+
+STUCK_PARTITIONS = Table(
+    "stuck_partitions",
+    r.StuckPartitionRow,
+    (
+        _c("topic", "string", comment="data topic"),
+        _c("partition", "int", comment="data partition"),
+        _c("stuck_since", "timestamp", comment="the first sample at this last stable offset"),
+        _c("last_stable_offset", "bigint", comment="the LSO that stood still"),
+        _c("detected_at", "timestamp", comment="the first sample past the bound"),
+        _c("resolved_at", "timestamp", True, "the first sample at another LSO; null: stuck"),
+        _c(
+            "stuck_ms",
+            "bigint",
+            comment="how long the LSO has stood still (to sampled_at or resolved_at)",
+        ),
+        _c("high_watermark", "bigint", comment="high watermark at the last sample"),
+        _c("high_watermark_since", "bigint", comment="the high watermark at stuck_since"),
+        _c("records_held", "bigint", comment="high watermark - LSO"),
+        _c("sampled_at", "timestamp", comment="the last sample this row reflects"),
+        _c("cause", "string", comment="open_transaction | hanging_transaction"),
+        _c(
+            "transactional_id",
+            "string",
+            True,
+            "transactional id holding it; null when no coordinator knows it",
+        ),
+        _c("producer_id", "bigint", True, "producer id of the open transaction"),
+        _c("producer_epoch", "int", True, "its producer epoch"),
+        _c(
+            "transaction_started_at",
+            "timestamp",
+            True,
+            "when the transaction started (its coordinator)",
+        ),
+        _c("transaction_timeout_ms", "int", True, "transaction.timeout.ms of the producer"),
+        _c("open_for_ms", "bigint", True, "how long the transaction has been open at sampled_at"),
+        _c("first_offset", "bigint", comment="first offset of the transaction holding the LSO"),
+        _c("first_offset_source", "string", comment="segments | lso"),
+        _c("abort_command", "string", True, "kafka-transactions.sh abort (hanging only)"),
+        _c("blocked_groups", "array<string>", comment="committed offset = the stuck LSO"),
+        _c("behind_groups", "array<string>", comment="committed offset below it"),
+        _c("updated_at", "timestamp", comment="time of the sample that last changed this row"),
+    ),
+    key=("topic", "partition", "stuck_since"),
+    comment="A data partition whose last stable offset stood still while records arrived.",
+)
+
 TABLES: Mapping[str, Table] = {
     t.name: t
     for t in (
@@ -581,8 +721,11 @@ TABLES: Mapping[str, Table] = {
         OFFSET_COMMITS,
         TRANSACTIONS,
         TRANSACTION_STATUS_TIMELINE,
+        STREAMS_ASSIGNMENTS,
+        SHARE_PARTITION_STATE,
         END_OFFSETS,
         PARTITION_LAG,
+        STUCK_PARTITIONS,
     )
 }
 

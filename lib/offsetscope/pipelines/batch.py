@@ -50,17 +50,27 @@ from pyspark.sql import functions as F
 from offsetscope.clock import Clock, SystemClock
 from offsetscope.config import Config, is_own_group
 from offsetscope.history import batch as step
+from offsetscope.history import lag as lag_history
+from offsetscope.history import stuck, tables
 from offsetscope.history.commits import Positions, summarize
 from offsetscope.history.groups import GroupState
 from offsetscope.history.lag import Position
 from offsetscope.history.offsets import COMMITTED, OffsetsState
-from offsetscope.history.rows import EndOffsetSample, GroupCurrentRow, OffsetCommitRow
+from offsetscope.history.rows import (
+    EndOffsetSample,
+    GroupCurrentRow,
+    OffsetCommitRow,
+    StuckPartitionRow,
+    TransactionRow,
+)
+from offsetscope.history.share_state import SharePartitionState
 from offsetscope.history.transactions import TxnIdState
-from offsetscope.pipelines import frames
+from offsetscope.pipelines import frames, lease
 from offsetscope.pipelines import lag as lagmod
 from offsetscope.pipelines import state as st
 from offsetscope.pipelines.writer import BatchWriter, Timings, Write
 from offsetscope.protocol.records import OFFSETS_TOPIC
+from offsetscope.quality import tables as qtables
 from offsetscope.spark import decode as dec
 from offsetscope.spark import sources, writes
 from offsetscope.spark import tables as catalogue
@@ -71,6 +81,7 @@ _DECODE_STATE: dict[str, Callable[[str], step.FoldState]] = {
     step.OFFSETS: OffsetsState.from_json,
     step.GROUP: GroupState.from_json,
     step.TXN: TxnIdState.from_json,
+    step.SHARE: SharePartitionState.from_json,
 }
 _GOLD = (
     ("group_generations", "group_generations"),
@@ -80,6 +91,8 @@ _GOLD = (
     ("groups_current", "groups_current"),
     ("transactions", "transactions"),
     ("transaction_status_timeline", "transaction_status_timeline"),
+    ("streams_assignments", "streams_assignments"),
+    ("share_partition_state", "share_partition_state"),
 )
 
 
@@ -134,6 +147,8 @@ class Batch:
     folded: dict[str, int] = field(default_factory=dict)
     new_states: list[st.StateRow] = field(default_factory=list)
     loaded: dict[tuple[str, str], st.StateRow] = field(default_factory=dict)
+    # The transactions rows the batch's fold step wrote (newer than the table's until written).
+    transactions: Sequence[TransactionRow] = ()
 
 
 class IngestPipeline:
@@ -222,9 +237,12 @@ class IngestPipeline:
             positions, txn_rows = self._gold(b, decoded, counts, stats)
             if self.sampler is not None:
                 with b.timings.timed("lag"):
-                    self._lag(b, positions, txn_rows, event_time)
+                    self._lag(b, positions, txn_rows, _read_up_to(stats))
             not_seen, partitions = self._source_progress(b, stats)
             written = self.writer.run(spark, batch_id, b.tasks, b.timings)
+            b.new_states.append(
+                lease.lease_row(self.cfg, self.query_name, batch_id, self.clock.now_ms())
+            )
             with b.timings.timed("save state"):
                 st.save(
                     spark,
@@ -332,6 +350,7 @@ class IngestPipeline:
         for (fold_name, key), state in folded.states.items():
             b.new_states.append(st.StateRow(fold_name, key, state.to_json(), state.last_offset))
         out = folded.outputs
+        b.transactions = out.transactions
         BatchWriter.merge_rows(b.tasks, "offset_commits", out.offset_commits, prune_dates=True)
         for name, logical in _GOLD:
             rows = getattr(out, name)
@@ -397,7 +416,20 @@ class IngestPipeline:
         keys = {lagmod.partition_key(t, p) for t, p in updates} | {
             lagmod.partition_key(s.topic, s.partition) for s in samples
         }
-        more = self._load_states(b, {st.POSITIONS: sorted(keys), st.SAMPLES: sorted(keys)})
+        more = self._load_states(
+            b, {st.POSITIONS: sorted(keys), st.SAMPLES: sorted(keys), st.LSO: sorted(keys)}
+        )
+        hint = lag_history.isolation_hint(
+            self.cfg.pipeline.read_committed_groups, self.cfg.pipeline.read_uncommitted_groups
+        )
+        open_txns: list[list[TransactionRow]] = []
+
+        def open_transactions() -> list[TransactionRow]:
+            if not open_txns:
+                open_txns.append(self._open_transactions(b))
+            return open_txns[0]
+
+        stuck_rows: list[StuckPartitionRow] = []
         new_samples: list[EndOffsetSample] = []
         lag_tables: list[pa.Table] = []
         by_tp: dict[tuple[str, int], list[EndOffsetSample]] = defaultdict(list)
@@ -432,11 +464,31 @@ class IngestPipeline:
                     fresh,
                     self.cfg.pipeline.read_committed_groups,
                     self.sampler.record_time,
+                    self.cfg.pipeline.read_uncommitted_groups,
                 )
             )
             b.new_states.append(
                 st.StateRow(st.SAMPLES, key, lagmod.samples_to_json([*history, *fresh]), None)
             )
+            watch_row = more.get((st.LSO, key))
+            watch = stuck.LsoWatch.from_json(watch_row.state) if watch_row else None
+            after, rows = stuck.fold_lso(
+                watch,
+                sorted(fresh, key=lambda s: s.sampled_at),
+                bound_ms=self.cfg.pipeline.stuck_lso_bound.ms,
+                open_transactions=open_transactions,
+                producers=self.sampler.producers(*tp),
+                positions={
+                    g: o
+                    for g, o, at in zip(current.groups, current.offsets, current.at, strict=True)
+                    if o is not None and at <= fresh[-1].sampled_at
+                },
+                read_uncommitted=lambda group: hint(group) is False,
+            )
+            stuck_rows.extend(rows)
+            if after is not None and after != watch:
+                b.new_states.append(st.StateRow(st.LSO, key, after.to_json(), None))
+        BatchWriter.merge_rows(b.tasks, "stuck_partitions", stuck_rows)
         if new_samples:
             BatchWriter.append(
                 b.tasks,
@@ -453,6 +505,20 @@ class IngestPipeline:
                 lambda: writes.ms_table("partition_lag", lag),
                 lag.num_rows,
             )
+
+    def _open_transactions(self, b: Batch) -> list[TransactionRow]:
+        """Transactions not completed: the table's, with this batch's versions of its rows
+        (not written yet) in their place. Read only when a partition's LSO is stuck."""
+        mine = {tables.key_of(t): t for t in b.transactions}
+        stored = qtables.rows_of(
+            b.spark.table(catalogue.table_name(self.cfg, "transactions")).where(
+                F.col("completed_at").isNull()
+            ),
+            TransactionRow,
+        )
+        merged = {tables.key_of(t): t for t in stored}
+        merged.update(mine)
+        return [t for t in merged.values() if t.completed_at is None]
 
     # ------------------------------------------------------------------ audit
 
@@ -508,6 +574,25 @@ class IngestPipeline:
             query_name=self.query_name,
             batch_id=b.batch_id,
         )
+
+
+def _read_up_to(stats: Sequence[Any]) -> int | None:
+    """When the batch's end-offset sample is taken: the time up to which it has read every
+    ``__consumer_offsets`` partition it read (the earliest of their newest record timestamps;
+    the newest record of the batch when it read none).
+
+    Lag is measured from the groups' positions, which hold each group's latest commit: a sample
+    must not be older than them (a position newer than the sample has no lag row then), nor
+    newer than a partition whose commits are not read yet (its groups would be measured
+    against records appended after their next commits). Replaying a log directory, the segment
+    source shares a batch's records among partitions by count, not by time, so partitions run
+    ahead of one another; live, every partition is current."""
+    offsets = [
+        int(s["max_ts"]) for s in stats if s["topic"] == OFFSETS_TOPIC and s["max_ts"] is not None
+    ]
+    if offsets:
+        return min(offsets)
+    return max((int(s["max_ts"]) for s in stats if s["max_ts"] is not None), default=None)
 
 
 def _source_key(s: Any) -> str:

@@ -36,9 +36,11 @@ from offsetscope.history.events import (
     GroupMetadataEvent,
     MemberSnapshot,
     OffsetCommitEvent,
+    ShareStateEvent,
     TopicPartition,
     TransactionLogEvent,
 )
+from offsetscope.protocol.registry import SHARE_STATE_TOPIC
 
 
 def coordinates(row: Mapping[str, Any]) -> Coordinates:
@@ -150,6 +152,16 @@ def event_from_decoded(row: Mapping[str, Any]) -> Event | None:
         cg = row["consumer_group"]
         text = cg.get("value_json")
         value = None if tombstone or text is None else json.loads(text)
+        if row["topic"] == SHARE_STATE_TOPIC:
+            key = json.loads(cg["key_json"])
+            return ShareStateEvent(
+                at,
+                int(row["record_type"]),
+                cg["group_id"],
+                str(key["topicId"]),
+                int(key["partition"]),
+                value,
+            )
         return ConsumerGroupEvent(
             at, int(row["record_type"]), cg["group_id"], cg.get("member_id"), value
         )

@@ -20,6 +20,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from offsetscope import paths
 from offsetscope.config import Config
+from offsetscope.pipelines import lease
 from offsetscope.pipelines.batch import BatchReport, IngestPipeline, ProgressCallback
 from offsetscope.pipelines.progress import ProgressPrinter
 from offsetscope.quality import validate as quality
@@ -137,7 +138,7 @@ def run(
     # is missing (docs/security.md), and no error text carries a secret.
     access = (
         secrets_access.kafka_access(
-            k, "ingesting the internal topics", topics=(k.offsets_topic, k.transaction_topic)
+            k, "ingesting the internal topics", topics=sources.internal_topics(k)
         )
         if cfg.sources.kind == sources.KAFKA
         else contextlib.nullcontext()
@@ -183,4 +184,6 @@ def run(
         error = query.exception()
         if error is not None:
             raise error
+        # A query that failed says nothing: its lease runs out (offsetscope.pipelines.lease).
+        lease.release(spark, cfg, pipe.query_name, pipe.clock.now_ms())
     return pipe.reports

@@ -19,9 +19,10 @@ commit on:
   the driver's ``-Djava.security.krb5.conf``;
 * :class:`SegmentSampler` -- the data topics' partition directories
   (:class:`~offsetscope.spark.logdir.EndOffsetTracker`: first segment, log end, open
-  transactions) as they stood at the micro-batch's event time (its newest internal-topic record
-  timestamp): a log directory has no wall clock, and replaying one offline must not measure
-  early commits against the log's final end.
+  transactions) as they stood at the time up to which the micro-batch has read every
+  internal-topic partition it read (the earliest of their newest record timestamps): a log
+  directory has no wall clock, and replaying one offline must not measure early commits
+  against the log's final end, nor a partition read ahead against commits not yet read.
 
 Lag (:class:`offsetscope.history.lag.LagIndex`, records and seconds, against the LSO for the
 ``read_committed_groups`` of ``[pipeline]``, data loss below the log start offset) is computed
@@ -43,7 +44,7 @@ from __future__ import annotations
 
 import bisect
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -53,6 +54,7 @@ import pyarrow as pa
 from offsetscope import paths
 from offsetscope.clock import Clock
 from offsetscope.config import Config
+from offsetscope.history import lag as lag_history
 from offsetscope.history.lag import LagIndex, Position, RecordTime, append_time
 from offsetscope.history.rows import EndOffsetSample
 from offsetscope.spark import logdir, sources, writes
@@ -71,11 +73,18 @@ class EndOffsetSampler(Protocol):
     """Something that samples data partitions' end offsets."""
 
     def sample(self, topics: Iterable[str], event_time: int | None) -> list[EndOffsetSample]:
-        """Samples of every partition of ``topics``; ``event_time`` = newest record of the batch."""
+        """Samples of every partition of ``topics``; ``event_time``: the time up to which the
+        batch has read every internal-topic partition it read (the earliest of their newest
+        record timestamps)."""
         ...
 
     def record_time(self, topic: str, partition: int, offset: int) -> int | None:
         """Timestamp of the first record at or after ``offset``, if the sampler can read it."""
+        ...
+
+    def producers(self, topic: str, partition: int) -> Mapping[int, int] | None:
+        """The partition's open transactions at the last sample (producer id -> first offset),
+        or None when the sampler cannot see them."""
         ...
 
 
@@ -86,6 +95,7 @@ class SegmentSampler:
         self.data_log_dir = data_log_dir
         self.internal = frozenset(internal_topics)
         self.tracker = logdir.EndOffsetTracker()
+        self._producers: dict[tuple[str, int], dict[int, int]] = {}
         # (topic, partition, offset) -> timestamp: a group that is not consuming asks for the
         # same offset at every batch. Bounded: cleared when full (entries are cheap to redo).
         self._times: dict[tuple[str, int, int], int | None] = {}
@@ -97,12 +107,18 @@ class SegmentSampler:
         at = event_time
         dirs = logdir.partition_dirs(self.data_log_dir, wanted)
         ends = [self.tracker.advance(d, until_ms=at) for d in dirs]
+        for d in dirs:
+            self._producers[(d.topic, d.partition)] = self.tracker.open_transactions(d)
         return [
             EndOffsetSample(
                 e.topic, e.partition, e.log_start_offset, e.high_watermark, e.last_stable_offset, at
             )
             for e in ends
         ]
+
+    def producers(self, topic: str, partition: int) -> Mapping[int, int] | None:
+        """Open transactions as the data segments show them (control batches close them)."""
+        return self._producers.get((topic, partition))
 
     def record_time(self, topic: str, partition: int, offset: int) -> int | None:
         """Exact append time of the first unconsumed record, from the data segments."""
@@ -130,6 +146,12 @@ class KafkaSampler:
     def record_time(self, topic: str, partition: int, offset: int) -> int | None:
         """None: lag in seconds is interpolated from the samples (reading data records would
         need READ on every data topic, beyond the documented least-privilege ACLs)."""
+        return None
+
+    def producers(self, topic: str, partition: int) -> Mapping[int, int] | None:
+        """None: Kafka's DescribeProducers (each producer's current transaction start offset)
+        is not in confluent-kafka's AdminClient; a stuck LSO is then itself the first offset
+        of the oldest open transaction (offsetscope.history.stuck)."""
         return None
 
     def sample(self, topics: Iterable[str], event_time: int | None) -> list[EndOffsetSample]:
@@ -216,6 +238,11 @@ class JavaKafkaSampler:
 
     def record_time(self, topic: str, partition: int, offset: int) -> int | None:
         """None, as :meth:`KafkaSampler.record_time`."""
+        return None
+
+    def producers(self, topic: str, partition: int) -> Mapping[int, int] | None:
+        """None, as for :class:`KafkaSampler`: the stuck-LSO rule then takes the LSO itself as
+        the first offset of the oldest open transaction (offsetscope.history.stuck)."""
         return None
 
     def _get(self, future: Any) -> Any:
@@ -393,25 +420,28 @@ def lag_table(
     new: Sequence[EndOffsetSample],
     read_committed_groups: Iterable[str],
     record_time: RecordTime | None = None,
+    read_uncommitted_groups: Iterable[str] = (),
 ) -> pa.Table:
     """Lag of every group with a position on the partition, at each new sample's time, as
     ``partition_lag`` columns (timestamps in epoch ms, for :func:`~.writes.ms_table`).
 
     Rows are ordered by sample time, then group id; each is the row
     :meth:`offsetscope.history.lag.LagIndex.lag` gives for that group and time with the
-    group's position as its only commit: a position is in effect from its time on, a removed
-    one (no offset) has no row. Computed over the partition's groups at once; only the
-    append time of each distinct committed offset behind the end is looked up one by one
-    (``record_time`` where the sampler can read data records, else interpolated from the
-    samples): it is the same for every group at that offset, and the costly part when
-    segments are read.
+    group's position as its only commit and the group's hint from the two lists: a position is
+    in effect from its time on, a removed one (no offset) has no row. Computed over the
+    partition's groups at once; only the append time of each distinct committed offset behind
+    the high watermark is looked up one by one (``record_time`` where the sampler can read data
+    records, else interpolated from the samples): it is the same for every group at that
+    offset, and the costly part when segments are read.
     """
     index = LagIndex((), [*history, *new])
-    rc = frozenset(read_committed_groups)
+    hint_of = lag_history.isolation_hint(read_committed_groups, read_uncommitted_groups)
+    hints = [hint_of(g) for g in positions.groups]
     live = np.array([o is not None for o in positions.offsets], dtype=bool)
     committed_all = np.array([o if o is not None else 0 for o in positions.offsets], np.int64)
     at = np.array(positions.at, dtype=np.int64)
-    in_rc = np.array([g in rc for g in positions.groups], dtype=bool)
+    hint_rc = np.array([h is True for h in hints], dtype=bool)
+    hint_ru = np.array([h is False for h in hints], dtype=bool)
     groups = pa.array(positions.groups, pa.string())
     parts: list[pa.Table] = []
     for s in sorted(new, key=lambda s: s.sampled_at):
@@ -420,48 +450,86 @@ def lag_table(
         rows = np.flatnonzero(live & (at <= s.sampled_at))
         n = rows.size
         committed = committed_all[rows]
-        rc_rows = in_rc[rows]
+        hwm = sample.high_watermark
         lso = sample.last_stable_offset if sample.last_stable_offset >= 0 else None
-        end = (
-            np.where(rc_rows, lso, sample.high_watermark)
-            if lso is not None
-            else np.full(n, sample.high_watermark, np.int64)
-        )
-        lag_records = np.maximum(0, end - committed)
+        lag_hwm = np.maximum(0, hwm - committed)
+        # The rules of history.lag.lag_basis, column-wise.
+        reason = np.full(n, lag_history.DEFAULT, dtype=object)
+        if lso is None:
+            on_lso = np.zeros(n, dtype=bool)
+            reason[:] = lag_history.NO_LSO
+            lag_lso = None
+            end = np.full(n, hwm, np.int64)
+        else:
+            rc, ru = hint_rc[rows], hint_ru[rows]
+            past = committed > lso
+            on_lso = rc | (~ru & ~past)
+            reason[past] = lag_history.READ_PAST_LSO
+            reason[ru] = lag_history.HINT_READ_UNCOMMITTED
+            reason[rc] = lag_history.HINT_READ_COMMITTED
+            lag_lso = np.maximum(0, lso - committed)
+            end = np.where(on_lso, lso, hwm)
+        lag_records = np.where(on_lso, lag_lso, lag_hwm) if lag_lso is not None else lag_hwm
         lost = np.maximum(0, sample.log_start_offset - committed)
-        behind = lag_records > 0
+        behind = lag_hwm > 0
         distinct, which = np.unique(committed[behind], return_inverse=True)
         found = [append_time(topic, partition, int(c), seen, record_time) for c in distinct]
-        appended = np.array([np.nan if t is None else t for t, _ in found], np.float64)
+        appended_at = np.array([np.nan if t is None else t for t, _ in found], np.float64)
         methods = np.array([m for _, m in found], dtype=object)
-        lag_seconds = np.zeros(n, np.float64)
-        method = np.full(n, "caught_up", dtype=object)
+        appended = np.full(n, np.nan, np.float64)
+        method = np.full(n, None, dtype=object)
         if distinct.size:
-            lag_seconds[behind] = np.maximum(0, s.sampled_at - appended[which]) / 1000.0
+            appended[behind] = appended_at[which]
             method[behind] = methods[which]
+        since = np.maximum(0, s.sampled_at - appended) / 1000.0  # NaN where unknown
+        seconds_hwm = np.where(lag_hwm > 0, since, 0.0)
+        seconds_lso = np.where(lag_lso > 0, since, 0.0) if lag_lso is not None else None
+        lag_seconds = (
+            np.where(on_lso, seconds_lso, seconds_hwm) if seconds_lso is not None else seconds_hwm
+        )
+        method[lag_records == 0] = "caught_up"
         unknown = np.isnan(lag_seconds)  # no append time found: its method is None too
+        method[unknown] = None
+
+        def repeat(value: Any, typ: pa.DataType, n: int = n) -> pa.Array:
+            return pa.repeat(pa.scalar(value, typ), n)
+
         parts.append(
             pa.table(
                 {
                     "group_id": groups.take(pa.array(rows)),
                     "topic": pa.repeat(topic, n),
-                    "partition": pa.repeat(pa.scalar(partition, pa.int32()), n),
-                    "as_of": pa.repeat(pa.scalar(s.sampled_at, pa.int64()), n),
-                    "read_committed": pa.array(rc_rows),
+                    "partition": repeat(partition, pa.int32()),
+                    "as_of": repeat(s.sampled_at, pa.int64()),
+                    "read_committed": pa.array(on_lso),
                     "committed_offset": pa.array(committed),
                     "committed_at": pa.array(at[rows]),
                     "end_offset": pa.array(end.astype(np.int64)),
-                    "high_watermark": pa.repeat(pa.scalar(sample.high_watermark, pa.int64()), n),
-                    "last_stable_offset": pa.repeat(pa.scalar(lso, pa.int64()), n),
-                    "log_start_offset": pa.repeat(
-                        pa.scalar(sample.log_start_offset, pa.int64()), n
-                    ),
-                    "sampled_at": pa.repeat(pa.scalar(sample.sampled_at, pa.int64()), n),
+                    "high_watermark": repeat(hwm, pa.int64()),
+                    "last_stable_offset": repeat(lso, pa.int64()),
+                    "log_start_offset": repeat(sample.log_start_offset, pa.int64()),
+                    "sampled_at": repeat(sample.sampled_at, pa.int64()),
                     "lag_records": pa.array(lag_records.astype(np.int64)),
                     "lag_seconds": pa.array(lag_seconds, mask=unknown),
                     "lag_method": pa.array(method, pa.string()),
                     "data_loss": pa.array(lost > 0),
                     "lost_records": pa.array(lost.astype(np.int64)),
+                    "lag_basis": pa.array(
+                        np.where(on_lso, lag_history.LSO, lag_history.HIGH_WATERMARK), pa.string()
+                    ),
+                    "basis_reason": pa.array(reason, pa.string()),
+                    "lag_records_hwm": pa.array(lag_hwm.astype(np.int64)),
+                    "lag_records_lso": (
+                        pa.array(lag_lso.astype(np.int64))
+                        if lag_lso is not None
+                        else repeat(None, pa.int64())
+                    ),
+                    "lag_seconds_hwm": pa.array(seconds_hwm, mask=np.isnan(seconds_hwm)),
+                    "lag_seconds_lso": (
+                        pa.array(seconds_lso, mask=np.isnan(seconds_lso))
+                        if seconds_lso is not None
+                        else repeat(None, pa.float64())
+                    ),
                 },
                 schema=LAG_SCHEMA,
             )
@@ -481,7 +549,7 @@ def default_sampler(
         return KafkaSampler(cfg, clock)
     s = cfg.sources.segments
     data_dir = s.data_log_dir or log_dir or s.log_dir
-    internal = sources.topic_kinds(s.offsets_topic, s.transaction_topic)
+    internal = sources.topic_kinds(s.offsets_topic, s.transaction_topic, s.share_state_topic)
     # The driver reads a remote data log directory from Python with the source's S3 settings.
     paths.configure(paths.python_fs_options(cfg.spark.conf))
     return SegmentSampler(paths.resolve_path(data_dir), internal)

@@ -1,7 +1,9 @@
 """The folds' state between micro-batches: the ``fold_state`` table, read and written per key.
 
 One row per (fold, key) -- ``offsets``/partition, ``group``/group id, ``txn``/transactional id,
-``positions``/data partition, ``samples``/data partition, ``source``/internal-topic partition --
+``share``/share-partition (group:topic id:partition),
+``positions``/data partition, ``samples``/data partition, ``lso``/data partition,
+``source``/internal-topic partition, ``lease``/query name --
 holding the fold's frozen state as JSON (:mod:`offsetscope.history.codec`). A micro-batch loads
 only the keys its records touch (one filtered read; Delta skips files by the key statistics) and
 writes back only the keys whose state changed, by MERGE under the batch's idempotency marker.
@@ -24,11 +26,14 @@ from offsetscope.spark import writes
 
 STATE = "fold_state"
 # The fold step's folds (offsets, group, txn) and the pipeline's own keys.
-OFFSETS, GROUP, TXN = step.OFFSETS, step.GROUP, step.TXN
+OFFSETS, GROUP, TXN, SHARE = step.OFFSETS, step.GROUP, step.TXN, step.SHARE
 POSITIONS = "positions"
 SAMPLES = "samples"
 SOURCE = "source"
 SAMPLER = "sampler"
+LSO = "lso"  # per data partition: the stuck-LSO watch (offsetscope.history.stuck.LsoWatch)
+# per query name: who runs it and when its last batch ended (offsetscope.pipelines.lease)
+LEASE = "lease"
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from offsetscope.history import lag, stuck
 from offsetscope.history import tables as history
 from offsetscope.history.offsets import ABORTED, COMMITTED, DROPPED, PENDING, SUPERSEDED
 from offsetscope.protocol.states import ClassicGroupState, ConsumerGroupState, TransactionState
@@ -39,6 +40,13 @@ TXN_STATES = tuple(sorted(s.name for s in TransactionState))
 COMMIT_STATUSES = (COMMITTED, PENDING, ABORTED, SUPERSEDED, DROPPED)
 TXN_OUTCOMES = ("ongoing", "committed", "aborted")
 LAG_METHODS = ("caught_up", "exact", "interpolated", "extrapolated")
+LAG_BASIS_REASONS = (
+    lag.HINT_READ_COMMITTED,
+    lag.HINT_READ_UNCOMMITTED,
+    lag.READ_PAST_LSO,
+    lag.NO_LSO,
+    lag.DEFAULT,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +184,32 @@ _SPECIFIC: Mapping[str, tuple[Check, ...]] = {
         at_least("lag_records"),
         at_least("lost_records"),
         in_set("lag_method", LAG_METHODS),
+        in_set("lag_basis", (lag.LSO, lag.HIGH_WATERMARK)),
+        in_set("basis_reason", LAG_BASIS_REASONS),
+        at_least("lag_records_hwm"),
+        at_least("lag_records_lso"),
+    ),
+    "streams_assignments": (at_least("assignment_epoch"), at_least("port")),
+    "share_partition_state": (
+        at_least("partition"),
+        at_least("record_offset"),
+        at_least("start_offset", -1),
+        at_least("in_flight_records"),
+        at_least("acknowledged_records"),
+        at_least("archived_records"),
+        at_least("max_delivery_count"),
+        in_set("record_kind", ("snapshot", "update")),
+    ),
+    "stuck_partitions": (
+        at_least("partition"),
+        at_least("last_stable_offset"),
+        above("high_watermark", "last_stable_offset"),
+        at_least("records_held", 1),
+        at_least("first_offset"),
+        in_set("cause", (stuck.OPEN_TRANSACTION, stuck.HANGING_TRANSACTION)),
+        in_set("first_offset_source", (stuck.FROM_SEGMENTS, stuck.FROM_LSO)),
+        above("resolved_at", "stuck_since"),
+        above("detected_at", "stuck_since"),
     ),
 }
 

@@ -84,7 +84,9 @@ def required_acls(k: KafkaSourceConfig, data_topics: Sequence[str] = ("*",)) -> 
             ``*`` for every topic (the default: groups may commit on any topic).
     """
     rules: list[AclRule] = []
-    for topic in (k.offsets_topic, k.transaction_topic):
+    for topic in (k.offsets_topic, k.transaction_topic, k.share_state_topic):
+        if not topic:
+            continue
         reason = f"Spark's Kafka source reads {topic}"
         rules.append(AclRule(TOPIC, topic, LITERAL, READ, reason))
         rules.append(AclRule(TOPIC, topic, LITERAL, DESCRIBE, reason + " (metadata, offsets)"))
@@ -405,7 +407,7 @@ def check_access(
             raise
 
     during = f"checking {principal_of(k.security)}'s access to {k.bootstrap_servers}"
-    internal = [k.offsets_topic, k.transaction_topic]
+    internal = [t for t in (k.offsets_topic, k.transaction_topic, k.share_state_topic) if t]
     names = list(dict.fromkeys([*internal, *data_topics]))
     missing: list[AclRule] = []
     with kafka_access(k, during, topics=names, admin=admin):

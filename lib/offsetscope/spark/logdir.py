@@ -657,6 +657,11 @@ class EndOffsetTracker:
 
     marks: dict[str, _TrackerMark] = field(default_factory=dict)
 
+    def open_transactions(self, pdir: PartitionDir) -> dict[int, int]:
+        """Producer id -> first offset of its open transaction, as of the last ``advance``."""
+        mark = self.marks.get(pdir.path)
+        return dict(mark.open_txns) if mark is not None else {}
+
     def advance(self, pdir: PartitionDir, until_ms: int | None = None) -> PartitionEnd:
         """The partition's offsets including every batch up to ``until_ms`` (all if ``None``).
 

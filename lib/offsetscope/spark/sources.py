@@ -6,8 +6,9 @@ producer id/epoch, transactional and control flags) plus ``source_topic`` (the t
 read) and ``source_error`` (bytes the source could not frame). ``cfg.sources.kind`` chooses.
 
 **Kafka** (``[sources.kafka]``): ``readStream.format("kafka")`` subscribed to the configured
-offsets and transaction topics -- the internal ones, or mirror topics holding their records
-(mapped back to ``__consumer_offsets``/``__transaction_state`` by name) -- with
+offsets, transaction and share-state topics -- the internal ones, or mirror topics holding their
+records (mapped back to ``__consumer_offsets``/``__transaction_state``/``__share_group_state``
+by name; an empty ``share_state_topic`` leaves share-partition state out) -- with
 ``kafka.isolation.level`` (``read_committed``: aborted transactional offset commits never
 arrive), ``startingOffsets``, ``maxOffsetsPerTrigger`` (a bounded first batch on a big cluster),
 ``failOnDataLoss`` (off by default, deliberately: compaction removes records under a stale
@@ -49,8 +50,9 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from offsetscope import paths
-from offsetscope.config import Config
+from offsetscope.config import Config, KafkaSourceConfig
 from offsetscope.protocol.records import OFFSETS_TOPIC, TRANSACTION_TOPIC
+from offsetscope.protocol.registry import SHARE_STATE_TOPIC
 from offsetscope.secrets import kafka as secrets_kafka
 from offsetscope.secrets import references as secrets_references
 from offsetscope.spark import logdir
@@ -82,7 +84,7 @@ def kafka_options(
     k = cfg.sources.kafka
     options = {
         "kafka.bootstrap.servers": k.bootstrap_servers,
-        "subscribe": f"{k.offsets_topic},{k.transaction_topic}",
+        "subscribe": ",".join(internal_topics(k)),
         "startingOffsets": k.starting_offsets,
         "maxOffsetsPerTrigger": str(k.max_offsets_per_trigger),
         "failOnDataLoss": "true" if k.fail_on_data_loss else "false",
@@ -94,14 +96,26 @@ def kafka_options(
     return options
 
 
-def topic_kinds(offsets_topic: str, transaction_topic: str) -> dict[str, str]:
-    """Topic actually read -> internal topic whose schemas apply."""
-    return {
+def topic_kinds(
+    offsets_topic: str, transaction_topic: str, share_state_topic: str = ""
+) -> dict[str, str]:
+    """Topic actually read -> internal topic whose schemas apply (``share_state_topic`` ""
+    leaves ``__share_group_state`` out)."""
+    kinds = {
         OFFSETS_TOPIC: OFFSETS_TOPIC,
         TRANSACTION_TOPIC: TRANSACTION_TOPIC,
         offsets_topic: OFFSETS_TOPIC,
         transaction_topic: TRANSACTION_TOPIC,
     }
+    if share_state_topic:
+        kinds[SHARE_STATE_TOPIC] = SHARE_STATE_TOPIC
+        kinds[share_state_topic] = SHARE_STATE_TOPIC
+    return kinds
+
+
+def internal_topics(k: KafkaSourceConfig) -> tuple[str, ...]:
+    """The topics the Kafka source subscribes to."""
+    return tuple(t for t in (k.offsets_topic, k.transaction_topic, k.share_state_topic) if t)
 
 
 def from_kafka_rows(df: DataFrame, kinds: Mapping[str, str]) -> DataFrame:
@@ -132,7 +146,9 @@ def kafka_stream(spark: SparkSession, cfg: Config) -> DataFrame:
     for name, value in kafka_options(cfg, secrets_references.resolver_for(spark)).items():
         reader = reader.option(name, value)
     k = cfg.sources.kafka
-    return from_kafka_rows(reader.load(), topic_kinds(k.offsets_topic, k.transaction_topic))
+    return from_kafka_rows(
+        reader.load(), topic_kinds(k.offsets_topic, k.transaction_topic, k.share_state_topic)
+    )
 
 
 # ----------------------------------------------------------------------------- segments
@@ -205,6 +221,7 @@ class _LogDir:
         self.kinds = topic_kinds(
             options.get("offsetsTopic", OFFSETS_TOPIC),
             options.get("transactionTopic", TRANSACTION_TOPIC),
+            options.get("shareStateTopic", ""),
         )
         self.max_records = int(options.get("maxRecordsPerTrigger", "0")) or None
         self.tasks = int(options.get("tasks", "0")) or None  # None: one per partition directory
@@ -361,6 +378,7 @@ def _segment_options(cfg: Config, log_dir: str | None) -> dict[str, str]:
         "maxRecordsPerTrigger": str(s.max_records_per_trigger),
         "offsetsTopic": s.offsets_topic,
         "transactionTopic": s.transaction_topic,
+        "shareStateTopic": s.share_state_topic,
         # As many tasks as the batch has partitions (ingest coalesces to as many).
         "tasks": str(cfg.spark.shuffle_partitions),
         **paths.python_fs_options(cfg.spark.conf),

@@ -25,11 +25,13 @@ that writes a table and the table's schema are the same declaration.
 Physical names come from ``[tables]`` in ``conf/`` and are qualified as ``schema.table``, or
 ``catalog.schema.table`` (Unity Catalog) when ``storage.catalog`` is set. ``ensure_tables``
 creates the schema and every table with ``CREATE ... IF NOT EXISTS ... USING DELTA``; it is
-idempotent and fails loudly when an existing table lacks a declared column.
+idempotent, adds in place the nullable columns a newer catalogue declares, and fails loudly
+when an existing table lacks any other declared column.
 
 Delta properties: change data feed on history tables (as ``history.tables`` declares) and on
-the fold state, ``delta.appendOnly`` on bronze, silver, audit and append-mode gold tables, and
-the log / deleted-file retention from ``[pipeline]``.
+the fold state, ``delta.appendOnly`` on bronze, audit and append-mode gold tables (the silver
+tables are appended to by the ingest query only, but ``offsetscope redecode`` replaces their
+rows), and the log / deleted-file retention from ``[pipeline]``.
 """
 
 from __future__ import annotations
@@ -358,7 +360,6 @@ def _silver(
         SILVER,
         (*_COORDINATES, *(_HEADER if header else ()), *fields, *_INGEST),
         key=_SILVER_KEY,
-        append_only=True,
         comment=comment,
         where=f"kind = '{kind}'",
     )

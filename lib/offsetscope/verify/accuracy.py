@@ -34,7 +34,33 @@ internal-topic coordinates, which two simulated clusters share. Facts checked, p
     commits and must match one of the two (as in ``tests/unit/test_history_truth.py``).
 
 The pipeline's own ``partition_lag`` rows are measured at micro-batch times (the newest record
-of a batch), which are not the truth's sample times, so they are not compared here.
+of a batch), which are not the truth's sample times, so they are not compared here fact by fact.
+
+**Alert scenarios** (:data:`ALERT_SCENARIOS`, ``lag-and-lso``) are ingested in small micro-batches,
+so that the pipeline samples end offsets through the scenario, and checked for episodes:
+
+``lag-threshold``
+    the ``lag_threshold`` rule (:data:`ALERT_RULES`: warning above 500 records, critical above
+    5,000, for 60 s, per partition) over the pipeline's ``partition_lag`` rows, against the
+    episodes of the truth's own ``Lag`` samples under the same thresholds (found independently
+    here: runs of samples above a level that last the duration). An expected episode is found
+    when a finding of the same group, partition and level overlaps it in time; a finding that
+    overlaps none is false.
+``stuck-lso``
+    the ``stuck_partitions`` rows (bound :data:`STUCK_BOUND_MS`) against the truth's
+    ``EndOffsets`` samples: a partition whose LSO stood still below a growing high watermark
+    for the bound; matched the same way, then, per match, what holds the LSO (the open
+    transaction's id from ``TxnOutcome``, or -- ``MarkerLost`` -- a hanging transaction's
+    producer id and first offset) and the read_committed groups blocked at the LSO.
+
+They print ``lag-threshold: N episodes expected, M found, K false`` and ``stuck-lso: N stuck
+partitions expected, M found, K false``; each expected episode found and each finding not
+false is also a fact of the total.
+
+**Share and Streams groups** are not simulated by the bundled coordinator: ``--real-broker``
+also runs a real Kafka Streams application (``group.protocol = streams``) and a share consumer
+on the harness broker and checks the gold tables against what they observed
+(:mod:`offsetscope.verify.share_streams`, categories ``streams`` and ``share``).
 
 **Real broker** (:func:`real_broker_accuracy`, ``--real-broker``; a ``kafka`` test): real
 confluent-kafka clients (:mod:`offsetscope.verify.harness.clients`) drive the harness broker through
@@ -88,7 +114,25 @@ CAUSES = {
     "timeout": "timeout",
     "fenced_by_new_instance": "fenced",
 }
-CATEGORIES = ("generation", "rebalances", "transition", "transaction", "lag", "commit")
+CATEGORIES = (
+    "generation",
+    "rebalances",
+    "transition",
+    "transaction",
+    "lag",
+    "commit",
+    "lag-threshold",
+    "stuck-lso",
+    "streams",
+    "share",
+)
+
+# Scenarios checked for alert episodes, ingested this many records per micro-batch so that the
+# pipeline samples end offsets through the scenario.
+ALERT_SCENARIOS = {"lag-and-lso": 100}
+STUCK_BOUND_MS = 60_000
+LAG_LEVELS = {"warning": 500, "critical": 5_000}  # records
+LAG_DURATION_MS = 60_000
 
 
 # ----------------------------------------------------------------------------- results
@@ -112,6 +156,20 @@ class Mismatch:
 
 
 @dataclass(frozen=True, slots=True)
+class EpisodeCount:
+    """Episodes a rule should have found, how many of them it found, and its false ones."""
+
+    expected: int = 0
+    found: int = 0
+    false: int = 0
+
+    def __add__(self, other: EpisodeCount) -> EpisodeCount:
+        return EpisodeCount(
+            self.expected + other.expected, self.found + other.found, self.false + other.false
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Result:
     """The facts checked for one source and the ones that were wrong."""
 
@@ -120,6 +178,8 @@ class Result:
     mismatches: tuple[Mismatch, ...]
     seconds: float = 0.0
     phases: Mapping[str, float] = field(default_factory=dict)
+    # "lag-threshold" / "stuck-lso" -> the episode counts of an alert scenario
+    episodes: Mapping[str, EpisodeCount] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -145,6 +205,7 @@ class Checker:
         self.source = source
         self.checked: Counter[str] = Counter()
         self.mismatches: list[Mismatch] = []
+        self.episodes: dict[str, EpisodeCount] = {}
 
     def check(self, category: str, key: str, expected: Any, got: Any) -> bool:
         """One fact: ``expected == got``; returns whether it held."""
@@ -157,7 +218,14 @@ class Checker:
     def result(self, seconds: float = 0.0, phases: Mapping[str, float] | None = None) -> Result:
         ordered = {c: self.checked[c] for c in CATEGORIES if self.checked[c]}
         ordered.update({c: n for c, n in self.checked.items() if c not in ordered})
-        return Result(self.source, ordered, tuple(self.mismatches), seconds, dict(phases or {}))
+        return Result(
+            self.source,
+            ordered,
+            tuple(self.mismatches),
+            seconds,
+            dict(phases or {}),
+            dict(self.episodes),
+        )
 
 
 def _show(value: Any) -> str:
@@ -527,10 +595,15 @@ def scenario_config(
     base: config_mod.Config, name: str, log_dir: Path, checkpoints: Path, lines: Sequence[Line]
 ) -> config_mod.Config:
     """``base`` pointed at one scenario's log directory, schema and checkpoints."""
-    cfg = config_mod.with_segment_source(base, log_dir)
+    cfg = config_mod.with_segment_source(
+        base, log_dir, max_records_per_trigger=ALERT_SCENARIOS.get(name)
+    )
     cfg = config_mod.with_storage(cfg, schema=schema_for(name), checkpoint_dir=checkpoints)
     return config_mod.with_pipeline(
-        cfg, trigger="available_now", read_committed_groups=tuple(read_committed_groups(lines))
+        cfg,
+        trigger="available_now",
+        read_committed_groups=tuple(read_committed_groups(lines)),
+        stuck_lso_bound=config_mod.Duration(f"{STUCK_BOUND_MS}ms"),
     )
 
 
@@ -571,6 +644,8 @@ def run_scenario(
 
     mark = time.monotonic()
     checker = compare(name, lines, read_gold(spark, cfg))
+    if name in ALERT_SCENARIOS:
+        check_alert_episodes(checker, lines, read_alert_inputs(spark, cfg))
     phases["compare"] = time.monotonic() - mark
     return checker.result(time.monotonic() - began, phases)
 
@@ -581,6 +656,258 @@ def summary(results: Iterable[Result]) -> tuple[int, int, str]:
     total = sum(r.total for r in rs)
     wrong = sum(r.wrong for r in rs)
     return total, wrong, f"accuracy: {total} facts checked, {wrong} wrong"
+
+
+def episode_lines(results: Iterable[Result]) -> list[str]:
+    """The alert scenarios' episode lines (none when no alert scenario ran)."""
+    totals: dict[str, EpisodeCount] = {}
+    for r in results:
+        for rule, count in r.episodes.items():
+            totals[rule] = totals.get(rule, EpisodeCount()) + count
+    what = {"lag-threshold": "episodes", "stuck-lso": "stuck partitions"}
+    return [
+        f"{rule}: {c.expected} {what[rule]} expected, {c.found} found, {c.false} false"
+        for rule, c in sorted(totals.items())
+    ]
+
+
+# ----------------------------------------------------------------------------- alert episodes
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """An episode on one subject: ``[start, end)``, ``end`` None while it lasts."""
+
+    key: tuple[Any, ...]
+    start: int
+    end: int | None
+
+    def overlaps(self, other: Span) -> bool:
+        far = 2**62
+        return (
+            self.key == other.key
+            and self.start < (other.end if other.end is not None else far)
+            and other.start < (self.end if self.end is not None else far)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AlertInputs:
+    """What the pipeline wrote that the alert checks read."""
+
+    lag: Sequence[Any]  # PartitionLagRow
+    stuck: Sequence[Any]  # StuckPartitionRow
+
+
+def read_alert_inputs(spark: SparkSession, cfg: config_mod.Config) -> AlertInputs:
+    from offsetscope.history.rows import PartitionLagRow, StuckPartitionRow
+    from offsetscope.quality.tables import rows_of
+    from offsetscope.spark import tables as catalogue
+
+    lag = rows_of(spark.table(catalogue.table_name(cfg, "partition_lag")), PartitionLagRow)
+    stuck = rows_of(spark.table(catalogue.table_name(cfg, "stuck_partitions")), StuckPartitionRow)
+    return AlertInputs(lag, stuck)
+
+
+def expected_lag_episodes(lines: Sequence[Line]) -> list[Span]:
+    """Runs of truth ``Lag`` samples above a level that lasted :data:`LAG_DURATION_MS`: from
+    the first sample above to the first below (key: group, topic, partition, level)."""
+    series: dict[tuple[str, str, int], list[tuple[int, int]]] = defaultdict(list)
+    for line in lines:
+        if line["type"] != "Lag":
+            continue
+        for p in line["partitions"]:
+            if p["lag"] is not None:
+                series[(line["group_id"], p["topic"], p["partition"])].append(
+                    (line["at_ms"], p["lag"])
+                )
+    out: list[Span] = []
+    for (group, topic, partition), points in sorted(series.items()):
+        for level, limit in LAG_LEVELS.items():
+            start: int | None = None
+            held = False
+            for at, lag in points:
+                if lag > limit:
+                    start = at if start is None else start
+                    held = held or at - start >= LAG_DURATION_MS
+                    continue
+                if start is not None and held:
+                    out.append(Span((group, topic, partition, level), start, at))
+                start, held = None, False
+            if start is not None and held:
+                out.append(Span((group, topic, partition, level), start, None))
+    return out
+
+
+def alert_rules_config(base: config_mod.AlertsConfig) -> config_mod.AlertsConfig:
+    """``lag_threshold`` as the alert scenarios are checked (see the module docstring)."""
+    return dataclasses.replace(
+        base,
+        lag_threshold=dataclasses.replace(
+            base.lag_threshold,
+            enabled=True,
+            warning_records=LAG_LEVELS["warning"],
+            critical_records=LAG_LEVELS["critical"],
+            warning_time=None,
+            critical_time=None,
+            duration=config_mod.Duration(f"{LAG_DURATION_MS}ms"),
+            scopes=("partition",),
+            groups={},
+            topics={},
+        ),
+    )
+
+
+def found_lag_episodes(lag: Sequence[Any], as_of: int) -> list[Span]:
+    """The ``lag_threshold`` rule's episodes over the pipeline's lag rows."""
+    from offsetscope.alerts import rules
+
+    cfg = alert_rules_config(config_mod.load("base").alerts)
+    inputs = rules.RuleInputs(
+        as_of=as_of, since=None, groups=frozenset(r.group_id for r in lag), lag=tuple(lag)
+    )
+    out = []
+    for f in rules.lag_threshold(inputs, cfg):
+        where, _, level = f.detail.rpartition("/")
+        topic, _, partition = where.rpartition(":")
+        out.append(Span((f.subject, topic, int(partition), level), f.episode_start, f.resolved_at))
+    return out
+
+
+def expected_stuck(lines: Sequence[Line]) -> list[Span]:
+    """Runs of truth ``EndOffsets`` samples at one LSO, below a high watermark that grew since
+    the run's first sample, lasting :data:`STUCK_BOUND_MS` (key: topic, partition)."""
+    series: dict[tuple[str, int], list[tuple[int, int, int]]] = defaultdict(list)
+    for line in lines:
+        if line["type"] == "EndOffsets":
+            for p in line["partitions"]:
+                series[(p["topic"], p["partition"])].append(
+                    (line["at_ms"], p["high_watermark"], p["last_stable_offset"])
+                )
+    out: list[Span] = []
+    for key, points in sorted(series.items()):
+        run: tuple[int, int, int] | None = None  # (since, lso, high watermark then)
+        stuck = False
+        for at, hwm, lso in points:
+            if run is None or lso != run[1]:
+                if run is not None and stuck:
+                    out.append(Span(key, run[0], at))
+                run, stuck = (at, lso, hwm), False
+                continue
+            stuck = stuck or (at - run[0] >= STUCK_BOUND_MS and run[2] < hwm and lso < hwm)
+        if run is not None and stuck:
+            out.append(Span(key, run[0], None))
+    return out
+
+
+def _count(
+    checker: Checker, rule: str, expected: Sequence[Span], found: Sequence[Span]
+) -> list[tuple[Span, Span]]:
+    """Count ``rule``'s episodes; returns the (expected, found) pairs that overlap."""
+    pairs = []
+    for e in expected:
+        match = next((f for f in found if f.overlaps(e)), None)
+        checker.check(rule, f"{_span_text(e)} found", True, match is not None)
+        if match is not None:
+            pairs.append((e, match))
+    false = [f for f in found if not any(f.overlaps(e) for e in expected)]
+    for f in found:
+        checker.check(rule, f"{_span_text(f)} expected", True, f not in false)
+    checker.episodes[rule] = EpisodeCount(len(expected), len(pairs), len(false))
+    return pairs
+
+
+def _span_text(span: Span) -> str:
+    key = " ".join(map(str, span.key))
+    return f"{key} [{span.start}, {span.end})"
+
+
+def check_alert_episodes(checker: Checker, lines: Sequence[Line], got: AlertInputs) -> None:
+    """``lag-threshold`` and ``stuck-lso`` episodes (see the module docstring)."""
+    end = max(line["at_ms"] for line in lines)
+    _count(checker, "lag-threshold", expected_lag_episodes(lines), found_lag_episodes(got.lag, end))
+    rows = {
+        Span((r.topic, r.partition), r.stuck_since, r.resolved_at): r
+        for r in got.stuck
+        if r.detected_at <= end
+    }
+    for expected, found in _count(checker, "stuck-lso", expected_stuck(lines), list(rows)):
+        row = rows[found]
+        want = stuck_holder(lines, expected)
+        have = (
+            (row.cause, row.transactional_id)
+            if want[0] == "open_transaction"
+            else (
+                row.cause,
+                row.producer_id,
+                row.first_offset,
+            )
+        )
+        checker.check("stuck-lso", f"{_span_text(expected)} held by", want, have)
+        checker.check(
+            "stuck-lso",
+            f"{_span_text(expected)} blocked groups",
+            blocked_groups(lines, expected),
+            set(row.blocked_groups),
+        )
+
+
+def stuck_holder(lines: Sequence[Line], span: Span) -> tuple[Any, ...]:
+    """What held a stuck LSO, from the truth: a transaction that wrote to the partition and was
+    open at every sample of the episode (``open_transaction``, its transactional id), else a
+    lost marker at the LSO (``hanging_transaction``, producer id, first offset)."""
+    topic, partition = span.key
+    end = max(
+        line["at_ms"]
+        for line in lines
+        if line["type"] == "EndOffsets" and (span.end is None or line["at_ms"] < span.end)
+    )
+    for line in lines:
+        if (
+            line["type"] == "TxnOutcome"
+            and {"topic": topic, "partition": partition} in line["partitions"]
+            and line["started_ms"] <= span.start
+            and line["completed_ms"] >= end
+        ):
+            return ("open_transaction", line["transactional_id"])
+    lso = _lso_at(lines, topic, partition, span.start)
+    for line in lines:
+        if (
+            line["type"] == "MarkerLost"
+            and (line["topic"], line["partition"]) == (topic, partition)
+            and line["first_offset"] == lso
+        ):
+            return ("hanging_transaction", line["producer_id"], line["first_offset"])
+    return ("unknown",)
+
+
+def _lso_at(lines: Sequence[Line], topic: str, partition: int, at: int) -> int | None:
+    for line in lines:
+        if line["type"] == "EndOffsets" and line["at_ms"] == at:
+            for p in line["partitions"]:
+                if (p["topic"], p["partition"]) == (topic, partition):
+                    return int(p["last_stable_offset"])
+    return None
+
+
+def blocked_groups(lines: Sequence[Line], span: Span) -> set[str]:
+    """The read_committed groups whose committed offset is the stuck LSO at the episode's last
+    truth sample."""
+    topic, partition = span.key
+    rc = set(read_committed_groups(lines))
+    last: dict[str, int | None] = {}
+    lso: int | None = None
+    end = span.end if span.end is not None else 2**62
+    for line in lines:
+        if not span.start <= line["at_ms"] < end:
+            continue
+        if line["type"] == "EndOffsets":
+            lso = _lso_at(lines, topic, partition, line["at_ms"])
+        if line["type"] == "Lag" and line["group_id"] in rc:
+            for p in line["partitions"]:
+                if (p["topic"], p["partition"]) == (topic, partition):
+                    last[line["group_id"]] = p["committed_offset"]
+    return {g for g, offset in last.items() if offset is not None and offset == lso}
 
 
 # ----------------------------------------------------------------------------- real broker
@@ -918,31 +1245,44 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("  " + result.line(), flush=True)
             results.append(result)
         if args.real_broker:
-            results.append(_run_real(spark, cfg, work_dir))
+            results.extend(_run_real(spark, cfg, work_dir))
     finally:
         spark.stop()
     _, wrong, line = summary(results)
     print(f"({time.monotonic() - began:.0f} s)")
+    for episodes in episode_lines(results):
+        print(episodes)
     print(line)
     return 0 if wrong == 0 else 1
 
 
-def _run_real(spark: SparkSession, cfg: config_mod.Config, work_dir: Path) -> Result:
+def _run_real(spark: SparkSession, cfg: config_mod.Config, work_dir: Path) -> list[Result]:
+    from offsetscope.verify import share_streams
     from offsetscope.verify.harness.broker import Broker
 
     print("[real broker] starting the harness broker", flush=True)
     broker = Broker(dataclasses.replace(cfg.broker, name="accuracy"))
     handle = broker.start(fresh=True, tie_to_parent=True)
     try:
-        result = real_broker_accuracy(
-            spark, cfg, handle, work_dir, progress=lambda s: print(s, flush=True)
+        results = [
+            real_broker_accuracy(
+                spark, cfg, handle, work_dir, progress=lambda s: print(s, flush=True)
+            )
+        ]
+        # Share and Streams groups: the bundled coordinator simulates neither, so the ground
+        # truth is what their real clients observed (offsetscope.verify.share_streams).
+        began = time.monotonic()
+        checker = share_streams.accuracy(
+            spark, cfg, handle.bootstrap, work_dir / "share-streams", "real-broker-share-streams"
         )
+        results.append(checker.result(time.monotonic() - began))
     finally:
         handle.stop()
-    for m in result.mismatches:
-        print(m.line(), flush=True)
-    print("  " + result.line(), flush=True)
-    return result
+    for result in results:
+        for m in result.mismatches:
+            print(m.line(), flush=True)
+        print("  " + result.line(), flush=True)
+    return results
 
 
 if __name__ == "__main__":

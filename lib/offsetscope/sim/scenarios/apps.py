@@ -18,7 +18,11 @@ pipelines.
   hang with a transaction open (the poll loop stalls, the coordinator times the transaction out);
   become a zombie (freeze between AddOffsetsToTxn and TxnOffsetCommit while a replacement with the
   same ``transactional.id`` takes over and fences it; when it wakes, its TxnOffsetCommit is refused
-  and it shuts down).
+  and it shuts down); lose a marker (the next transaction that wrote to a given output partition
+  commits, but its COMMIT marker never reaches that partition -- the coordinator completes the
+  transaction all the same, so the partition holds a transaction no coordinator knows, a hanging
+  transaction in the sense of KIP-664 -- and the instance shuts down, so its producer never
+  writes there again).
 """
 
 from __future__ import annotations
@@ -145,6 +149,7 @@ class PipelineInstance:
         self._abort_next = False
         self._hang_ms: int | None = None
         self._zombie_ms: int | None = None
+        self._lose_marker: int | None = None
         self._started_consumer = False
         self._recovering = False
         self.transactions = {"committed": 0, "aborted": 0, "failed": 0}
@@ -225,6 +230,9 @@ class PipelineInstance:
 
     def become_zombie(self, duration_ms: int) -> None:
         self._zombie_ms = duration_ms
+
+    def lose_marker(self, partition: int) -> None:
+        self._lose_marker = partition
 
     # ------------------------------------------------------------------ ConsumerApp
 
@@ -307,11 +315,39 @@ class PipelineInstance:
             if error is not Errors.NONE:
                 self._producer_error(error)
                 return
+        lost = self._lose_marker
+        if lost is not None and (self.spec.output, lost) in producer.partitions:
+            self._lose_marker = None
+            self._commit_losing_marker(lost)
+            return
         error = producer.end(commit=True)
         if error is Errors.NONE:
             self.transactions["committed"] += 1
         else:
             self._producer_error(error)
+
+    def _commit_losing_marker(self, partition: int) -> None:
+        """Commit; the marker to ``partition`` is lost on its way; the application stops."""
+        producer = self.producer
+        log = self.cluster.logs.partition(self.spec.output, partition)
+        pid, epoch = producer.producer_id, producer.producer_epoch
+        first = log.open_txns.get(pid)
+        self.cluster.txns.lose_marker(self.transactional_id, self.spec.output, partition)
+        error = producer.end(commit=True)
+        if error is not Errors.NONE:
+            self._producer_error(error)
+            return
+        self.transactions["committed"] += 1
+        self.cluster.truth.add(
+            "MarkerLost",
+            transactional_id=self.transactional_id,
+            producer_id=pid,
+            producer_epoch=epoch,
+            topic=self.spec.output,
+            partition=partition,
+            first_offset=first,
+        )
+        self._retire(f"its COMMIT marker to {self.spec.output}-{partition} was lost")
 
     def _send_offsets(self, offsets: dict[TopicPartition, int]) -> Errors:
         generation = self.consumer.generation

@@ -1190,6 +1190,11 @@ class TransactionalProducer:
     def in_transaction(self) -> bool:
         return self.state is TxnProducerState.IN_TRANSACTION
 
+    @property
+    def partitions(self) -> frozenset[tuple[str, int]]:
+        """The data partitions the open transaction wrote to."""
+        return frozenset(self._partitions)
+
     def _truth(self, call: str, error: Errors, **extra: object) -> None:
         self.cluster.truth.add(
             "TxnClientResult",

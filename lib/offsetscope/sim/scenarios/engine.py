@@ -395,6 +395,10 @@ class Simulation:
     def _do_txn_zombie(self, action: Action) -> None:
         self._instance(action).become_zombie(action.duration_ms)
 
+    def _do_txn_lose_marker(self, action: Action) -> None:
+        assert action.partition is not None
+        self._instance(action).lose_marker(action.partition)
+
 
 def _with_rate(group: GroupSpec, rate: float) -> GroupSpec:
     return dataclasses.replace(

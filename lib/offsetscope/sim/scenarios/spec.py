@@ -149,6 +149,7 @@ class Action:
     graceful: bool = True
     rate: float | None = None
     mode: str = "sync"
+    partition: int | None = None
     key_path: str = ""
 
 
@@ -211,6 +212,7 @@ _ACTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "txn_abort": (("pipeline",), ("instance",)),
     "txn_hang": (("pipeline", "duration"), ("instance",)),
     "txn_zombie": (("pipeline", "duration"), ("instance",)),
+    "txn_lose_marker": (("pipeline", "partition"), ("instance",)),
 }
 ACTIONS = tuple(_ACTIONS)
 
@@ -350,6 +352,7 @@ def scenario_from_tree(
         {g.id: g for g in reversed(groups)},
         {p.name for p in producers},
         {p.name: p for p in pipelines},
+        {t.name: t.partitions for t in topics},
     )
     return Scenario(
         name=name,
@@ -707,6 +710,7 @@ def _timeline(
     groups: Mapping[str, GroupSpec],
     producers: set[str],
     pipelines: Mapping[str, PipelineSpec],
+    partition_counts: Mapping[str, int],
 ) -> tuple[Action, ...]:
     out: list[tuple[int, int, Action]] = []
     for i, raw in enumerate(entries):
@@ -753,6 +757,15 @@ def _timeline(
             if not 0 <= instance < pipelines[pipeline].instances:
                 raise ScenarioError(f"{path}.instance", "no such pipeline instance")
             kw["instance"] = instance
+        if "partition" in table:
+            pipeline_spec = pipelines[kw["pipeline"]]
+            partition = _int(table["partition"], f"{path}.partition")
+            outputs = partition_counts.get(pipeline_spec.output, 0)
+            if not 0 <= partition < outputs:
+                raise ScenarioError(
+                    f"{path}.partition", f"{pipeline_spec.output} has no partition {partition}"
+                )
+            kw["partition"] = partition
         for key, attr in (("duration", "duration_ms"), ("downtime", "downtime_ms")):
             if key in table:
                 kw[attr] = _duration(table[key], f"{path}.{key}")

@@ -30,6 +30,9 @@ add theirs. Types:
                            sync, async, close, rebalance), per-partition offset and error
 ``TxnOffsetCommit``        one TxnOffsetCommit: transactional id, producer id/epoch, offsets
 ``TxnClientResult``        a transactional producer's call and its error (init, commit, ...)
+``MarkerLost``             a COMMIT marker that never reached a data partition (timeline
+                           ``txn_lose_marker``): transactional id, producer id/epoch, topic,
+                           partition, first offset of the transaction left open there
 ``Action``                 a timeline action applied
 ``EndOffsets``             one sample: per data partition log start, high watermark, LSO
 ``Lag``                    one sample: per group x partition committed offset, end offsets,

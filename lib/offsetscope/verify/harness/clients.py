@@ -1278,6 +1278,7 @@ def share_consume(
     want: int,
     tick: Callable[[], None] | None = None,
     timeout_s: float = 60.0,
+    offsets: list[tuple[str, int, int]] | None = None,
 ) -> int:
     """Consume as a KIP-932 share group member until ``want`` records arrived, then commit.
 
@@ -1286,6 +1287,9 @@ def share_consume(
     delivery state (``__share_group_state``), and ``close`` leaves the group. A new share group
     starts at the latest offset, so ``tick`` (called every poll turn) is where the caller
     produces the records to be consumed.
+
+    Args:
+        offsets: when given, each record received is appended to it (topic, partition, offset).
 
     Returns:
         How many records arrived.
@@ -1310,7 +1314,17 @@ def share_consume(
             for msg in consumer.poll(0.2) or ():
                 if msg.error() is None:
                     received += 1
-        consumer.poll(0.2)  # acknowledges the last batch (implicit mode)
+                    if offsets is not None:
+                        offsets.append(
+                            (str(msg.topic()), int(msg.partition() or 0), int(msg.offset() or 0))
+                        )
+        for msg in consumer.poll(0.2) or ():  # acknowledges the last batch (implicit mode)
+            if msg.error() is None:
+                received += 1
+                if offsets is not None:
+                    offsets.append(
+                        (str(msg.topic()), int(msg.partition() or 0), int(msg.offset() or 0))
+                    )
         consumer.commit_sync(timeout_s)
     finally:
         consumer.close()

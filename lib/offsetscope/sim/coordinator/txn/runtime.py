@@ -211,6 +211,7 @@ class TxnRuntime:
         )
         self._jobs: list[_Scheduled] = []
         self._seq = 0
+        self._lost_markers: set[tuple[str, str, int]] = set()
         now = clock.now_ms()
         self._schedule(
             now + self.config.abort_timed_out_transaction_cleanup_interval_ms, _Job.ABORT_TIMED_OUT
@@ -441,12 +442,21 @@ class TxnRuntime:
             else:
                 self._schedule(now + self.config.marker_delay_ms, _Job.MARKERS, txn_id)
 
+    def lose_marker(self, transactional_id: str, topic: str, partition: int) -> None:
+        """Drop the next marker of ``transactional_id`` to a data partition, as if the write
+        were lost (a fault to inject: the coordinator completes the transaction all the same,
+        leaving the partition with a transaction no coordinator knows -- KIP-664)."""
+        self._lost_markers.add((transactional_id, topic, partition))
+
     def _write_markers(self, transactional_id: str) -> None:
         pending = self.coordinator.pending_markers_for(transactional_id)
         if pending is None:
             return
         now = self.clock.now_ms()
         for tp in pending.partitions:
+            if (transactional_id, tp.topic, tp.partition) in self._lost_markers:
+                self._lost_markers.discard((transactional_id, tp.topic, tp.partition))
+                continue
             sink: TxnMarkerSink = self
             if tp.topic == OFFSETS_TOPIC and self.offset_markers is not None:
                 sink = self.offset_markers
