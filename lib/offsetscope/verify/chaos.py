@@ -220,6 +220,7 @@ def compare(
     from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
 
+    from offsetscope.pipelines import state as fold_state
     from offsetscope.spark import tables as catalogue
 
     def by_name(cfg: config.Config, logical: str) -> Any:
@@ -254,9 +255,12 @@ def compare(
                 if extra or missing:
                     out.append(f"partition_lag final sample: {extra} extra, {missing} missing")
             if logical == "fold_state":
-                # The folds' final states, end-offset samples (taken per batch) aside.
+                # The folds' final states, the ingest query's lease (who ran it and when: one
+                # run's bookkeeping) aside.
                 keep = ["fold", "key", "state", "last_offset"]
-                fa, fb = (x.where("fold != 'end_offsets'").select(*keep) for x in (a, b))
+                fa, fb = (
+                    x.where(F.col("fold") != F.lit(fold_state.LEASE)).select(*keep) for x in (a, b)
+                )
                 extra, missing = fb.exceptAll(fa).count(), fa.exceptAll(fb).count()
                 if extra or missing:
                     out.append(
