@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from typing import Any
 
 import pytest
+from generation_rows import T, generation
 from pyspark.sql import SparkSession
 
 from offsetscope import config
@@ -21,58 +21,19 @@ from offsetscope.alerts.notify import LogNotifier
 from offsetscope.alerts.runner import AlertsRunner, ChangedKeys
 from offsetscope.clock import VirtualClock
 from offsetscope.config import StormOverride
-from offsetscope.history.rows import GenerationMember, GenerationRow
 from offsetscope.quality import tables as qtables
 from offsetscope.spark import tables as catalogue
 from offsetscope.spark import writes
 
 pytestmark = pytest.mark.spark
 
-T = 1_700_000_000_000
 NOW = VirtualClock(T + 3_600_000)
 GROUP = "payments"
 
 
-def generation(gen: int) -> GenerationRow:
-    member = GenerationMember(
-        "m-1", None, "client", "/10.0.0.1", 45_000, 300_000, ("orders",), None, None
-    )
-    at = T + gen * 1_000
-    fields: dict[str, Any] = {
-        "group_id": GROUP,
-        "group_life": 0,
-        "generation": gen,
-        "kind": "classic",
-        "protocol_type": "consumer",
-        "protocol": "range",
-        "state": "Stable",
-        "leader": "m-1",
-        "member_count": 1,
-        "members": (member,),
-        "assignment": (("m-1", (("orders", 0),)),),
-        "assignment_epoch": None,
-        "join_completed_at": at,
-        "stored_at": at,
-        "assignment_at": at,
-        "updated_at": at,
-        "previous_generation": gen - 1 if gen > 1 else None,
-        "generations_skipped": 0,
-        "rebalances": 1,
-        "members_joined": (),
-        "members_left": (),
-        "members_replaced": (),
-        "static_replacements": 0,
-        "partitions_assigned": 1,
-        "partitions_moved": 0,
-        "moved_partitions": (),
-        "record_partition": 0,
-        "first_record_offset": gen * 10,
-        "last_record_offset": gen * 10,
-    }
-    return GenerationRow(**fields)
-
-
-STORM = [generation(g) for g in range(1, 9)]  # 8 rebalances in 8 s: over 5 in 10 minutes
+STORM = [
+    generation(GROUP, g, g - 1 if g > 1 else None) for g in range(1, 9)
+]  # 8 rebalances in 8 s: over 5 in 10 minutes
 
 
 @pytest.fixture

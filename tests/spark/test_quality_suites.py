@@ -10,13 +10,14 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from generation_rows import T, generation
 from pyspark.sql import SparkSession
 
 from offsetscope import config
 from offsetscope.alerts.notify import LogNotifier
 from offsetscope.alerts.runner import AlertsRunner, ChangedKeys
 from offsetscope.clock import VirtualClock
-from offsetscope.history.rows import EndOffsetSample, GenerationMember, GenerationRow
+from offsetscope.history.rows import EndOffsetSample
 from offsetscope.quality import tables as qtables
 from offsetscope.quality.validate import (
     FAILED,
@@ -32,47 +33,7 @@ from offsetscope.spark import writes
 
 pytestmark = pytest.mark.spark
 
-T = 1_700_000_000_000
 NOW = VirtualClock(T + 3_600_000)
-
-
-def generation(group: str, gen: int, previous: int | None, **kw: Any) -> GenerationRow:
-    member = GenerationMember(
-        "m-1", None, "client", "/10.0.0.1", 45_000, 300_000, ("orders",), None, None
-    )
-    fields: dict[str, Any] = {
-        "group_id": group,
-        "group_life": 0,
-        "generation": gen,
-        "kind": "classic",
-        "protocol_type": "consumer",
-        "protocol": "range",
-        "state": "Stable",
-        "leader": "m-1",
-        "member_count": 1,
-        "members": (member,),
-        "assignment": (("m-1", (("orders", 0),)),),
-        "assignment_epoch": None,
-        "join_completed_at": T + gen * 1_000,
-        "stored_at": T + gen * 1_000,
-        "assignment_at": T + gen * 1_000,
-        "updated_at": T + gen * 1_000,
-        "previous_generation": previous,
-        "generations_skipped": 0,
-        "rebalances": 1,
-        "members_joined": (),
-        "members_left": (),
-        "members_replaced": (),
-        "static_replacements": 0,
-        "partitions_assigned": 1,
-        "partitions_moved": 0,
-        "moved_partitions": (),
-        "record_partition": 0,
-        "first_record_offset": gen * 10,
-        "last_record_offset": gen * 10,
-    }
-    fields.update(kw)
-    return GenerationRow(**fields)
 
 
 CLEAN = [generation("g", 1, None), generation("g", 2, 1), generation("h", 5, 3)]
