@@ -25,7 +25,7 @@ from offsetscope.pipelines.batch import BatchReport, IngestPipeline, ProgressCal
 from offsetscope.pipelines.progress import ProgressPrinter
 from offsetscope.quality import validate as quality
 from offsetscope.secrets import access as secrets_access
-from offsetscope.spark import sources
+from offsetscope.spark import sources, storage
 from offsetscope.spark import tables as catalogue
 
 __all__ = [
@@ -84,7 +84,10 @@ def start(
     writer = (
         df.writeStream.foreachBatch(pipe.process_batch)
         .queryName(name)
-        .option("checkpointLocation", checkpoint or checkpoint_path(cfg, name))
+        .option(
+            "checkpointLocation",
+            checkpoint or storage.qualified(spark, checkpoint_path(cfg, name)),
+        )
     )
     if cfg.pipeline.trigger == "processing_time":
         writer = writer.trigger(processingTime=cfg.pipeline.processing_time.spark_interval)
