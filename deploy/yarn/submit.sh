@@ -40,7 +40,9 @@
 # found there through OFFSETSCOPE_CONF_DIR=.; the driver and executors run
 # ./environment/bin/python from the archive. Client mode: the driver reads --conf-dir directly and
 # runs PYSPARK_DRIVER_PYTHON (default: the checkout's .venv/bin/python); executors use the
-# archive. The environment archive does not contain the interpreter itself (venv-pack keeps
+# archive. A client-mode driver runs in build/yarn/client-driver, whose ./environment is the
+# driver's interpreter (Spark starts Python workers on the driver too): give spark-submit
+# arguments after `--` as absolute paths. The environment archive does not contain the interpreter itself (venv-pack keeps
 # bin/python a link): every node needs the same Python 3.11 at the same path.
 set -euo pipefail
 
@@ -99,6 +101,17 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ ${#JARS_DIRS[@]} -gt 0 ]] || JARS_DIRS=("$ROOT/build/jvm/spark")
+# Paths given relative to this shell's folder, made absolute: in client mode the driver runs in
+# a folder of its own (below).
+absolute() { case "$1" in /*|'') printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac; }
+ARCHIVE="$(absolute "$ARCHIVE")"
+CONF_DIR="$(absolute "$CONF_DIR")"
+EXTRA_CONF="$(absolute "$EXTRA_CONF")"
+KEYTAB="$(absolute "$KEYTAB")"
+for i in "${!JARS_DIRS[@]}"; do JARS_DIRS[i]="$(absolute "${JARS_DIRS[i]}")"; done
+for i in ${EXTRA_FILES[@]+"${!EXTRA_FILES[@]}"}; do
+  EXTRA_FILES[i]="$(absolute "${EXTRA_FILES[i]}")"  # a "#link" suffix is kept
+done
 [[ -z "$KEYTAB" && -z "$PRINCIPAL" || -n "$KEYTAB" && -n "$PRINCIPAL" ]] \
   || die "--keytab and --principal go together"
 [[ -z "$KEYTAB" || -f "$KEYTAB" ]] || die "no keytab $KEYTAB"
@@ -165,9 +178,27 @@ else
     cmd+=(--conf "spark.yarn.appMasterEnv.PYSPARK_PYTHON=./environment/bin/python"
           --conf "spark.yarn.appMasterEnv.OFFSETSCOPE_CONF_DIR=.")
   else
-    driver_env+=("PYSPARK_DRIVER_PYTHON=${PYSPARK_DRIVER_PYTHON:-$ROOT/.venv/bin/python}"
+    driver_python="${PYSPARK_DRIVER_PYTHON:-$ROOT/.venv/bin/python}"
+    driver_env+=("PYSPARK_DRIVER_PYTHON=$driver_python"
                  "PYSPARK_PYTHON=./environment/bin/python"
                  "OFFSETSCOPE_CONF_DIR=$CONF_DIR")
+    # PYSPARK_PYTHON names the executors' interpreter, but the driver runs it too: Spark plans
+    # a Python data source (the segment source) in a Python worker it starts on the driver
+    # from the same setting. So the driver runs in a folder whose ./environment is the
+    # driver's own environment (a virtual environment's folder, or a bare interpreter).
+    DRIVER_DIR="$ROOT/build/yarn/client-driver"
+    if [[ $DRY_RUN -eq 0 ]]; then
+      [[ -x "$driver_python" ]] || die "no driver interpreter $driver_python (PYSPARK_DRIVER_PYTHON)"
+      rm -rf "$DRIVER_DIR/environment"
+      mkdir -p "$DRIVER_DIR"
+      venv="$(cd "$(dirname "$driver_python")/.." && pwd)"
+      if [[ -f "$venv/pyvenv.cfg" && -x "$venv/bin/python" ]]; then
+        ln -s "$venv" "$DRIVER_DIR/environment"
+      else
+        mkdir -p "$DRIVER_DIR/environment/bin"
+        ln -s "$driver_python" "$DRIVER_DIR/environment/bin/python"
+      fi
+    fi
   fi
 fi
 for name in ${FORWARD[@]+"${FORWARD[@]}"}; do
@@ -190,4 +221,5 @@ if [[ $DRY_RUN -eq 1 ]]; then
   echo "${line% }"
   exit 0
 fi
+[[ -z "${DRIVER_DIR:-}" ]] || cd "$DRIVER_DIR"  # the options' paths are absolute (above)
 exec env ${driver_env[@]+"${driver_env[@]}"} "${cmd[@]}"

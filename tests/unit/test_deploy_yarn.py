@@ -186,3 +186,44 @@ def test_kerberos_and_file_mistakes_stop_before_spark_submit(args: list[str], me
     done = submit("ingest", "--python", "/x", *args, "--dry-run")
     assert done.returncode == 2
     assert message in done.stderr
+
+
+def test_a_client_mode_driver_runs_where_environment_is_its_own_interpreter(
+    archive: Path, tmp_path: Path
+) -> None:
+    # Spark starts Python workers on the driver too (planning the segment source) with the
+    # executors' PYSPARK_PYTHON, ./environment/bin/python: the driver's folder must have one.
+    # The stand-in for spark-submit reports where it runs and what that interpreter is.
+    fake = tmp_path / "spark-submit"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'echo "cwd=$(pwd)"\n'
+        'echo "python=$PYSPARK_PYTHON"\n'
+        '"$PYSPARK_PYTHON" -c "import sys, offsetscope; print(\'prefix=\' + sys.prefix)"\n'
+    )
+    fake.chmod(0o755)
+    relative_jars = Path("build") / "jvm" / "spark"
+    done = subprocess.run(
+        [
+            "bash",
+            str(SUBMIT),
+            "ingest",
+            "--deploy-mode",
+            "client",
+            "--archive",
+            str(archive),
+            "--jars-dir",
+            str(relative_jars),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,  # the relative --jars-dir is relative to here, not to the driver's folder
+        env={"PATH": "/usr/bin:/bin", "SPARK_SUBMIT": str(fake)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+    assert lines["cwd"] == str(ROOT / "build" / "yarn" / "client-driver")
+    assert lines["python"] == "./environment/bin/python"
+    assert Path(lines["prefix"]).resolve() == (ROOT / ".venv").resolve()

@@ -91,6 +91,7 @@ from offsetscope.pipelines import state as fold_state
 from offsetscope.protocol.states import ConsumerGroupState
 from offsetscope.quality import model as qmodel
 from offsetscope.quality import tables as qtables
+from offsetscope.spark import storage
 from offsetscope.spark import tables as catalogue
 
 log = logging.getLogger("offsetscope.alerts")
@@ -673,7 +674,10 @@ def start(
     writer = (
         changes.writeStream.foreachBatch(runner.process_changes)
         .queryName(runner.query_name)
-        .option("checkpointLocation", checkpoint or checkpoint_path(cfg, runner.query_name))
+        .option(
+            "checkpointLocation",
+            checkpoint or storage.qualified(spark, checkpoint_path(cfg, runner.query_name)),
+        )
     )
     if cfg.alerts.trigger == "processing_time":
         writer = writer.trigger(processingTime=cfg.alerts.processing_time.spark_interval)

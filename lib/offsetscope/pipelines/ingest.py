@@ -122,7 +122,7 @@ def start(
     if cfg.quality.enabled:
         quality.warm_up()  # the first batch's gates would each wait seconds for the import
     catalogue.ensure_tables(spark, cfg)
-    location = checkpoint or checkpoint_path(cfg, name)
+    location = checkpoint or storage.qualified(spark, checkpoint_path(cfg, name))
     pipe = pipeline or IngestPipeline(cfg, query_name=name, progress=progress, log_dir=log_dir)
     # A query whose checkpoint logged offsets has started on its clusters.
     check_clusters(

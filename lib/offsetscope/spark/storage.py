@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 from pyspark.sql import SparkSession
 
@@ -28,7 +29,13 @@ from offsetscope import paths
 from offsetscope.config import Config, cluster_key_path, clusters
 from offsetscope.paths import StorageAccessError
 
-__all__ = ["StorageAccessError", "check_storage", "check_writable", "locations_to_check"]
+__all__ = [
+    "StorageAccessError",
+    "check_storage",
+    "check_writable",
+    "locations_to_check",
+    "qualified",
+]
 
 PROBE_PREFIX = ".offsetscope-access-"
 
@@ -81,6 +88,36 @@ def check_writable(spark: SparkSession, key_path: str, value: str) -> paths.Loca
     except Exception as exc:  # noqa: BLE001
         raise StorageAccessError(key_path, str(location), "write there", _java_text(exc)) from None
     return location
+
+
+def qualified(spark: SparkSession, value: str) -> str:
+    """``value`` with the authority of its file system filled in, as Hadoop resolves it:
+    ``hdfs:///x`` becomes ``hdfs://<fs.defaultFS's name node>/x``.
+
+    A streaming query's checkpoint location needs it: Spark opens the checkpoint through
+    Hadoop's ``FileContext`` before it qualifies the path, and ``FileContext`` refuses an
+    ``hdfs`` URI without an authority ("Uri without authority") where ``FileSystem`` -- Delta's
+    tables -- takes the default file system's. Local paths and URIs that name their authority
+    (or whose file system has none, ``dbfs:/x``) come back as they are.
+
+    Raises:
+        StorageAccessError: the file system cannot be reached to qualify the path.
+    """
+    location = paths.resolve(value)
+    parts = urlsplit(str(location))
+    if location.is_local or parts.netloc or location.scheme == "dbfs":
+        return str(location)
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None, "a running session has a JVM gateway"
+    path = jvm.org.apache.hadoop.fs.Path(str(location))
+    try:
+        fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        return str(fs.makeQualified(path).toString())
+    # Py4J raises Py4JJavaError for any Java exception; all of them mean "not usable".
+    except Exception as exc:  # noqa: BLE001
+        raise StorageAccessError(
+            "storage.checkpoint_dir", str(location), "resolve its file system", _java_text(exc)
+        ) from None
 
 
 def check_reachable(spark: SparkSession, key_path: str, value: str) -> paths.Location:

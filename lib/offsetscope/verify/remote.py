@@ -207,7 +207,10 @@ def table_location(cfg: config.Config, logical: str) -> str:
 
     warehouse = paths.resolve(cfg.storage.warehouse_dir)
     name = catalogue.physical_name(cfg, logical).lower()
-    return str(warehouse.join(f"{cfg.storage.schema}.db", name))
+    location = warehouse.join(f"{cfg.storage.schema}.db", name)
+    # The comparing session has the other run's Hadoop settings, whose fs.defaultFS (a
+    # cluster's HDFS) would take a bare local path for one of its own.
+    return location.path.as_uri() if location.is_local else str(location)
 
 
 def _compare(a_file: Path, b_file: Path) -> dict[str, Any]:
