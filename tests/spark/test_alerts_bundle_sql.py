@@ -1,5 +1,6 @@
 """The Databricks SQL alerts of the bundle, run by Spark against the tables as declared: every
-table and column they name exists, and each returns the one value its evaluation reads."""
+table and column they name exists, and each returns the one value its evaluation reads. What is
+counted per group is counted per group of a Kafka cluster."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from generation_rows import generation
 from pyspark.sql import SparkSession
 from ruamel.yaml import YAML
 
@@ -16,6 +18,7 @@ from offsetscope.alerts import tables as alert_tables
 from offsetscope.alerts.model import AlertRow
 from offsetscope.quality import tables as qtables
 from offsetscope.spark import tables as catalogue
+from offsetscope.spark import writes
 
 pytestmark = pytest.mark.spark
 
@@ -37,17 +40,30 @@ def test_sql_alert_queries_run_on_the_declared_tables(
         5.0, 1, None, 1, "storm", (1, 2), (), (), None, None, None, (), 0, 0,
     )  # fmt: skip
     qtables.merge_rows(spark, cfg, alert_tables.ALERTS, [alert], app_id=None, batch_id=0)
+    # the same group id rebalancing in two clusters a minute ago: 20 times in one, 12 in the other
+    now = int(spark.sql("SELECT unix_millis(current_timestamp())").first()[0])  # type: ignore[index]
+    at = now - 60_000
+    for batch, (cluster, rebalances) in enumerate((("east", 20), ("west", 12))):
+        row = generation(
+            "payments", 1, None, join_completed_at=at, stored_at=at, assignment_at=at,
+            updated_at=at, rebalances=rebalances,
+        )  # fmt: skip
+        df = writes.rows_frame(spark, "group_generations", [row], cluster=cluster)
+        writes.append(df, cfg, "group_generations", query_name="t", batch_id=batch)
 
     alerts = YAML(typ="safe").load(SQL_ALERTS.read_text())["resources"]["alerts"]
     values = {}
+    rows = {}
     for key, definition in alerts.items():
         sql = definition["query_text"].replace(
             "${var.catalog}.${resources.schemas.offsetscope.name}", f"`{schema}`"
         )
-        (row,) = spark.sql(sql).collect()
-        values[key] = row[definition["evaluation"]["source"]["name"]]
+        (rows[key],) = spark.sql(sql).collect()
+        values[key] = rows[key][definition["evaluation"]["source"]["name"]]
     assert values["offsetscope_open_critical"] == 1
-    assert values["offsetscope_rebalance_rate"] == 0
+    # one cluster's group, not the two clusters' rebalances added up (32)
+    assert values["offsetscope_rebalance_rate"] == 20
+    assert rows["offsetscope_rebalance_rate"]["busiest_group"] == "east/payments"
     assert values["offsetscope_quality_failures"] == 0
     # no micro-batch yet: the stall alert fires instead of staying silent on a NULL
     assert values["offsetscope_ingest_stalled"] > 30

@@ -1,6 +1,7 @@
 """The Databricks dashboard's datasets and widget queries, run by Spark on the tables as declared:
 every dataset reads the gold tables in the schema it is pointed at (as the bundle's
-``dataset_schema`` does) and every widget's fields evaluate over its dataset."""
+``dataset_schema`` does) and every widget's fields evaluate over its dataset. The same group id
+in two Kafka clusters stays two groups, and the clusters' filter offers both."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from generation_rows import generation
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -21,6 +23,7 @@ from offsetscope.alerts import tables as alert_tables
 from offsetscope.alerts.model import AlertRow
 from offsetscope.quality import tables as qtables
 from offsetscope.spark import tables as catalogue
+from offsetscope.spark import writes
 
 pytestmark = pytest.mark.spark
 
@@ -62,9 +65,18 @@ def test_every_dataset_and_widget_runs_on_the_tables(
     now = int(spark.sql("SELECT unix_millis(current_timestamp())").first()[0])  # type: ignore[index]
     alert = AlertRow(
         "a" * 32, "rebalance_storm", "group", "payments", "", 0, now, "open", "critical", 9.0,
-        5.0, now, None, now, "storm", (1, 2), (), (), None, None, None, (), 0, 0,
+        5.0, now, None, now, "storm", (1, 2), (), (), None, None, None, (), 0, 0, "east",
     )  # fmt: skip
     qtables.merge_rows(spark, in_schema, alert_tables.ALERTS, [alert], app_id=None, batch_id=0)
+    # the same group id rebalancing in two clusters, an hour ago
+    at = now - 3_600_000
+    for batch, (cluster, rebalances) in enumerate((("east", 3), ("west", 5))):
+        row = generation(
+            "payments", 1, None, join_completed_at=at, stored_at=at, assignment_at=at,
+            updated_at=at, rebalances=rebalances,
+        )  # fmt: skip
+        df = writes.rows_frame(spark, "group_generations", [row], cluster=cluster)
+        writes.append(df, in_schema, "group_generations", query_name="t", batch_id=batch)
 
     doc = json.loads(DASHBOARD.read_text())
     frames = {d["name"]: spark.sql("".join(d["queryLines"])) for d in doc["datasets"]}
@@ -73,17 +85,23 @@ def test_every_dataset_and_widget_runs_on_the_tables(
     assert counts["alerts_7d"] == 1
     assert counts["groups_now"] == 0
 
-    values: dict[str, Any] = {}
+    for frame in frames.values():
+        assert "cluster" in frame.columns
+
+    # widget -> its rows (a filter's: those of every query it makes, one per dataset)
+    values: dict[str, list[Any]] = {}
     for widget in widgets(doc):
-        (query,) = widget["queries"]
-        df = frames[query["query"]["datasetName"]]
-        fields = query["query"]["fields"]
-        for f in fields:
-            for column in re.findall(r"`(\w+)`", f["expression"]):
-                assert column in df.columns, f"{widget['name']}: {column} is not in its dataset"
-        if query["query"]["disaggregated"]:
-            rows = df.selectExpr(*[f"{f['expression']} AS {f['name']}" for f in fields]).collect()
-        else:
+        rows: list[Any] = []
+        for query in widget["queries"]:
+            df = frames[query["query"]["datasetName"]]
+            fields = query["query"]["fields"]
+            for f in fields:
+                for column in re.findall(r"`(\w+)`", f["expression"]):
+                    assert column in df.columns, f"{widget['name']}: {column} is not in its dataset"
+            if query["query"]["disaggregated"]:
+                exprs = [f"{f['expression']} AS {f['name']}" for f in fields]
+                rows += df.selectExpr(*exprs).collect()
+                continue
             keys = [
                 F.expr(f["expression"]).alias(f["name"])
                 for f in fields
@@ -94,8 +112,21 @@ def test_every_dataset_and_widget_runs_on_the_tables(
                 for f in fields
                 if not PLAIN.match(f["expression"])
             ]
-            rows = (df.groupBy(*keys).agg(*aggregates) if keys else df.agg(*aggregates)).collect()
+            if not aggregates:
+                rows += df.select(*keys).distinct().collect()
+            elif keys:
+                rows += df.groupBy(*keys).agg(*aggregates).collect()
+            else:
+                rows += df.agg(*aggregates).collect()
         values[widget["name"]] = rows
     assert values["open_alerts_count"][0]["open_alerts"] == 1
     assert values["groups_count"][0]["groups"] == 0
     assert values["open_alerts_table"][0]["subject"] == "payments"
+    assert values["open_alerts_table"][0]["cluster"] == "east"
+    # one series per group of a cluster, not the two clusters' rebalances added up
+    assert sorted((r["cluster_group"], r["rebalances"]) for r in values["rebalances_per_hour"]) == [
+        ("east/payments", 3),
+        ("west/payments", 5),
+    ]
+    assert {r["cluster"] for r in values["consumer_groups_cluster_filter"]} == {"east", "west"}
+    assert {r["cluster"] for r in values["transactions_alerts_cluster_filter"]} == {"east"}

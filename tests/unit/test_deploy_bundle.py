@@ -266,6 +266,13 @@ def test_sql_alerts_read_tables_the_configuration_names() -> None:
             assert alert["schedule"]["quartz_cron_schedule"]
 
 
+def test_sql_alerts_aggregate_per_kafka_cluster_where_they_aggregate_per_group() -> None:
+    for key, alert in BUNDLE_DOC["resources"]["alerts"].items():
+        for clause in re.findall(r"(?:PARTITION|GROUP) BY (.*)", alert["query_text"]):
+            if re.search(r"\b(?:group_id|transactional_id)\b", clause):
+                assert re.search(r"\bcluster\b", clause), f"{key}: {clause}"
+
+
 def test_every_variable_is_declared_and_used() -> None:
     declared = set(BUNDLE_DOC["variables"])
     used = {m for s in strings(BUNDLE_DOC) for m in VAR.findall(s)}
@@ -334,13 +341,75 @@ def test_every_widget_reads_a_dataset_and_fits_the_grid() -> None:
             }
             assert not area & cells, f"{widget['name']} overlaps another widget"
             cells |= area
-            (query,) = widget["queries"]
-            assert query["query"]["datasetName"] in datasets
-            used.add(query["query"]["datasetName"])
-            fields = {f["name"] for f in query["query"]["fields"]}
+            queries = widget_fields(widget)
+            for query in widget["queries"]:
+                assert query["query"]["datasetName"] in datasets
+                used.add(query["query"]["datasetName"])
             encodings = widget["spec"]["encodings"]
+            if is_filter(widget):
+                # a filter names its field once per query, and so per dataset it filters
+                for field in encodings["fields"]:
+                    assert field["fieldName"] in queries[field["queryName"]], widget["name"]
+                continue
+            (fields,) = queries.values()
             named = [c["fieldName"] for c in encodings.get("columns", [])] + [
                 e["fieldName"] for k, e in encodings.items() if k != "columns"
             ]
             assert set(named) <= fields, widget["name"]
     assert used == datasets, "every dataset is shown"
+
+
+def widget_fields(widget: dict[str, Any]) -> dict[str, set[str]]:
+    """Query name -> the names of its fields."""
+    return {q["name"]: {f["name"] for f in q["query"]["fields"]} for q in widget["queries"]}
+
+
+def is_filter(widget: dict[str, Any]) -> bool:
+    return bool(widget["spec"]["widgetType"].startswith("filter-"))
+
+
+def test_every_dataset_keeps_kafka_clusters_apart() -> None:
+    # The same group id (or transactional id) in two Kafka clusters is two groups: each row
+    # names its cluster, and whatever ranks or aggregates per group does so per cluster too.
+    for dataset in dashboard()["datasets"]:
+        sql, name = dataset_sql(dataset), dataset["name"]
+        assert re.search(r"\bcluster\b", sql[: sql.index("FROM")]), f"{name} shows no cluster"
+        if not re.search(r"\b(?:group_id|transactional_id)\b", sql):
+            continue
+        for clause in re.findall(r"(?:PARTITION|GROUP) BY (.*?)(?: ORDER BY|\n|$)", sql):
+            assert re.search(r"\bcluster\b", clause), f"{name}: {clause}"
+
+
+def test_each_page_has_a_cluster_filter_over_every_dataset_it_shows() -> None:
+    for page in dashboard()["pages"]:
+        shown: set[str] = set()
+        filtered: set[str] = set()
+        for item in page["layout"]:
+            widget = item["widget"]
+            datasets = {q["query"]["datasetName"] for q in widget["queries"]}
+            if not is_filter(widget):
+                shown |= datasets
+                continue
+            assert widget["spec"]["widgetType"] == "filter-multi-select"
+            assert widget["spec"]["version"] == 2
+            for query in widget["queries"]:
+                assert [f["expression"] for f in query["query"]["fields"]] == ["`cluster`"]
+            filtered |= datasets
+        # a dataset the filter does not reach would go on showing every cluster's rows
+        assert filtered == shown, page["name"]
+
+
+def test_charts_of_one_series_per_group_tell_the_clusters_apart() -> None:
+    datasets = {d["name"]: dataset_sql(d) for d in dashboard()["datasets"]}
+    for page in dashboard()["pages"]:
+        for item in page["layout"]:
+            widget = item["widget"]
+            color = widget["spec"]["encodings"].get("color")
+            if color is None:
+                continue
+            assert color["fieldName"] != "group_id", widget["name"]
+            if color["fieldName"] == "cluster_group":
+                (query,) = widget["queries"]
+                sql = datasets[query["query"]["datasetName"]]
+                # <cluster>/<group>, as the alerts' per-group overrides name a cluster's group
+                assert "concat_ws('/', cluster, group_id) AS cluster_group" in sql
