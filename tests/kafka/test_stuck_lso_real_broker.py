@@ -183,6 +183,16 @@ def test_an_open_transaction_holds_the_lso_until_the_broker_aborts_it(
             wait_until(resolved, 3 * TIMEOUT_MS / 1000, "the LSO to move after the abort")
             assert time.monotonic() - opened >= TIMEOUT_MS / 1000
             assert list_offsets(bootstrap, [(topic, 0)])[(topic, 0)] > first
+
+            # The LSO moves once the abort marker is written; the coordinator's record that
+            # completes the abort follows the markers, so the query may see it a batch later.
+            def aborted() -> bool:
+                assert traffic.error is None, traffic.error
+                txns = spark.table(catalogue.table_name(stuck_cfg, "transactions"))
+                rows = txns.where(f"transactional_id = '{txn_id}'").collect()
+                return [r["outcome"] for r in rows] == ["aborted"]
+
+            wait_until(aborted, TIMEOUT_MS / 1000, "the abort in transactions")
         (done,) = _stuck(spark, stuck_cfg, topic)
         assert done.stuck_since == row.stuck_since
         assert done.resolved_at is not None

@@ -74,6 +74,9 @@ def ingested(
     save = st.save
 
     def watched_save(session: SparkSession, *args: Any, **kwargs: Any) -> int:
+        if kwargs.get("query_name", "").endswith(f":{ingest.CLUSTERS}"):
+            # the query's clusters, recorded when it starts: before any batch or result
+            return save(session, *args, **kwargs)
         held = session.sql(f"SELECT table_name, batch_id FROM {cfg.storage.schema}.quality_results")
         results_at_state_save.append(sorted((r[0], r[1]) for r in held.collect()))
         return save(session, *args, **kwargs)
