@@ -9,7 +9,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from generation_rows import generation
+from generation_rows import write_in_clusters
 from pyspark.sql import SparkSession
 from ruamel.yaml import YAML
 
@@ -18,7 +18,6 @@ from offsetscope.alerts import tables as alert_tables
 from offsetscope.alerts.model import AlertRow
 from offsetscope.quality import tables as qtables
 from offsetscope.spark import tables as catalogue
-from offsetscope.spark import writes
 
 pytestmark = pytest.mark.spark
 
@@ -43,13 +42,7 @@ def test_sql_alert_queries_run_on_the_declared_tables(
     # the same group id rebalancing in two clusters a minute ago: 20 times in one, 12 in the other
     now = int(spark.sql("SELECT unix_millis(current_timestamp())").first()[0])  # type: ignore[index]
     at = now - 60_000
-    for batch, (cluster, rebalances) in enumerate((("east", 20), ("west", 12))):
-        row = generation(
-            "payments", 1, None, join_completed_at=at, stored_at=at, assignment_at=at,
-            updated_at=at, rebalances=rebalances,
-        )  # fmt: skip
-        df = writes.rows_frame(spark, "group_generations", [row], cluster=cluster)
-        writes.append(df, cfg, "group_generations", query_name="t", batch_id=batch)
+    write_in_clusters(spark, cfg, "payments", at, {"east": 20, "west": 12})
 
     alerts = YAML(typ="safe").load(SQL_ALERTS.read_text())["resources"]["alerts"]
     values = {}

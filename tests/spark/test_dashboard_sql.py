@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from generation_rows import generation
+from generation_rows import write_in_clusters
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -23,7 +23,6 @@ from offsetscope.alerts import tables as alert_tables
 from offsetscope.alerts.model import AlertRow
 from offsetscope.quality import tables as qtables
 from offsetscope.spark import tables as catalogue
-from offsetscope.spark import writes
 
 pytestmark = pytest.mark.spark
 
@@ -70,13 +69,7 @@ def test_every_dataset_and_widget_runs_on_the_tables(
     qtables.merge_rows(spark, in_schema, alert_tables.ALERTS, [alert], app_id=None, batch_id=0)
     # the same group id rebalancing in two clusters, an hour ago
     at = now - 3_600_000
-    for batch, (cluster, rebalances) in enumerate((("east", 3), ("west", 5))):
-        row = generation(
-            "payments", 1, None, join_completed_at=at, stored_at=at, assignment_at=at,
-            updated_at=at, rebalances=rebalances,
-        )  # fmt: skip
-        df = writes.rows_frame(spark, "group_generations", [row], cluster=cluster)
-        writes.append(df, in_schema, "group_generations", query_name="t", batch_id=batch)
+    write_in_clusters(spark, in_schema, "payments", at, {"east": 3, "west": 5})
 
     doc = json.loads(DASHBOARD.read_text())
     frames = {d["name"]: spark.sql("".join(d["queryLines"])) for d in doc["datasets"]}

@@ -48,3 +48,19 @@ def generation(group: str, gen: int, previous: int | None, **kw: Any) -> Generat
     }
     fields.update(kw)
     return GenerationRow(**fields)
+
+
+def write_in_clusters(
+    spark: Any, cfg: Any, group: str, at: int, rebalances: dict[str, int]
+) -> None:
+    """Append generation 1 of ``group`` at ``at`` to ``group_generations`` once per cluster,
+    with that cluster's count of rebalances: the same group id in several clusters."""
+    from offsetscope.spark import writes
+
+    for batch, (cluster, count) in enumerate(rebalances.items()):
+        row = generation(
+            group, 1, None, join_completed_at=at, stored_at=at, assignment_at=at,
+            updated_at=at, rebalances=count,
+        )  # fmt: skip
+        df = writes.rows_frame(spark, "group_generations", [row], cluster=cluster)
+        writes.append(df, cfg, "group_generations", query_name="t", batch_id=batch)
