@@ -196,6 +196,25 @@ LIMITS: dict[str, str] = {
         "trigger with a 30 s interval -- for a deployment that wants commits fresher than "
         "lag."
     ),
+    "maintain_seconds": (
+        "Measured 01:14-01:24 on 2026-11-27 (UTC), nothing else running, one sample: the first "
+        "maintenance of 40 days that were never maintained, at the end of the last day, with "
+        "the shipped rules. Per million internal-topic records written, the live files of "
+        "raw_records went from 29.8 MB to 20.0 MB (retention, 30 days: 250,000 of 1,000,000 "
+        "records deleted, and OPTIMIZE compacting each day's 6 files into 1: 240 files -> "
+        "30), partition_lag from 345.1 MB to 63.0 MB (downsampling after 7 days to one row per "
+        "partition and group per hour removed 9,345,600 of 11,520,000 rows; 240 files -> 40) "
+        "and end_offsets from 8.6 MB to 1.3 MB (467,280 rows removed). The bytes still on "
+        "disk right after the run include the files the run replaced, which VACUUM deletes "
+        "once `[pipeline] deleted_file_retention` (7 days) has passed. Where the 400 s go "
+        "(`steps` in bench/results.json): the three VACUUMs 182 s (77.0, 51.9 and 52.8 s: "
+        "each lists every file of its table, and the first run deletes nothing because no "
+        "replaced file is 7 days old yet), the partition_lag downsample 140.7 s (a rewrite of "
+        "11,520,000 rows into 2,174,400), the OPTIMIZEs 60.3 s, retention 4.5 s. A daily "
+        "run after this one has less to do: its downsample reads the older days again, but "
+        "they hold one row in sixty by then; OPTIMIZE takes the last `optimize_days` and the "
+        "days at the downsampling cutoff; VACUUM lists every file of the table each time."
+    ),
     "Burrow": (
         "On Kafka 4.4 (the harness broker) Debian's Burrow 1.2.1 reads nothing: every offset "
         "commit is OffsetCommitValue v4 and is dropped with `failed to decode ... reason: "
