@@ -10,8 +10,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from generation_rows import T, generation
+from generation_rows import T
 from pyspark.sql import SparkSession
+from quality_rows import CLEAN, DUPLICATES, NOW, PLANTED
 
 from offsetscope import config
 from offsetscope.alerts.notify import LogNotifier
@@ -32,26 +33,6 @@ from offsetscope.quality.validate import (
 from offsetscope.spark import writes
 
 pytestmark = pytest.mark.spark
-
-NOW = VirtualClock(T + 3_600_000)
-
-
-CLEAN = [generation("g", 1, None), generation("g", 2, 1), generation("h", 5, 3)]
-PLANTED = {
-    # what is wrong -> (row, the checks it must break)
-    "state": (generation("g", 3, 2, state="Rebalancing"), {"valid:state"}),
-    "order": (generation("h", 6, 9), {"order:generation>previous_generation"}),
-    "future": (
-        generation("i", 1, None, stored_at=T + 400 * 86_400_000),
-        {"plausible_time:stored_at"},
-    ),
-    "negative": (
-        generation("j", 1, None, first_record_offset=-5, last_record_offset=-5),
-        {"at_least_0:first_record_offset"},
-    ),
-}
-# the same natural key twice: both copies break uniqueness
-DUPLICATES = [generation("k", 1, None), generation("k", 1, None, member_count=2)]
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import random
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from pyspark.sql.types import (
 )
 
 from offsetscope import config
+from offsetscope.history.commits import COLUMNS, COMMIT_SCHEMA, summarize
 from offsetscope.history.events import Coordinates, OffsetCommitEvent, event_from_record
 from offsetscope.history.offsets import plain_row
 from offsetscope.pipelines import frames
@@ -320,11 +322,14 @@ def test_quarantine_rows_carry_bytes_coordinates_error_and_disposition(
 def test_offset_commit_rows_of_plain_commits_are_committed_as_read(
     spark: SparkSession, sample: DataFrame
 ) -> None:
-    # As the pipeline writes them: collected through Arrow, typed on the driver.
-    collected = frames.plain_commit_frame(dec.decode(sample), read_committed_source=False).toArrow()
-    rows = writes.table_frame(
-        spark, "offset_commits", writes.ms_table("offset_commits", collected, cluster="east")
+    # As the pipeline writes them: typed in Spark, never collected.
+    plain = frames.plain_commit_frame(dec.decode(sample), read_committed_source=False)
+    rows = writes.ms_frame("offset_commits", plain, cluster="east")
+    # The same rows as typing them on the driver gives (fold outputs' way).
+    on_driver = writes.table_frame(
+        spark, "offset_commits", writes.ms_table("offset_commits", plain.toArrow(), cluster="east")
     )
+    assert_df_equality(rows, on_driver, ignore_row_order=True, ignore_nullable=True)
     assert rows.columns == [c.name for c in catalogue.spec("offset_commits").written_columns]
     expected_schema = StructType(
         [
@@ -378,7 +383,8 @@ def test_plain_commit_rows_are_the_in_memory_folds_rows(
 ) -> None:
     """The SQL the pipeline appends plain commits with gives the rows the in-memory fold step
     gives the same records (``plain_row``), column for column."""
-    table = frames.collect_plain_commits(dec.decode(sample), read_committed_source=read_committed)
+    frame = frames.plain_commit_frame(dec.decode(sample), read_committed_source=read_committed)
+    table = frame.select(*[f"`{c}`" for c in COLUMNS]).toArrow()
     got = sorted(table.to_pylist(), key=lambda r: r["record_offset"])
     expected = []
     for r in sample.orderBy("offset").collect():
@@ -395,6 +401,75 @@ def test_plain_commit_rows_are_the_in_memory_folds_rows(
             expected.append(dataclasses.asdict(row))
     assert [r["record_offset"] for r in expected] == [10, 11]
     assert got == expected
+
+
+def test_timestamps_beyond_spark_are_typed_in_spark_as_on_the_driver(spark: SparkSession) -> None:
+    """A corrupt commit's timestamps: nulled where the column may be null, clamped where not,
+    the same by ms_frame (rows that stay in Spark) as by ms_table (driver columns)."""
+    rows = [
+        dict.fromkeys(COLUMNS)
+        | {"group_id": "g", "topic": "t", "partition": 0, "record_partition": 0}
+        | {"record_offset": o, "is_tombstone": False, "transactional": False, "status": "x"}
+        | {"leader_epoch": -1, "metadata": "", "resolved_by": "r"}
+        | {"record_timestamp": at, "resolved_at": at, "effective_at": at, "commit_timestamp": at}
+        for o, at in enumerate([T0, writes.MAX_TIMESTAMP_MS + 1, writes.MIN_TIMESTAMP_MS - 1])
+    ]
+    table = pa.Table.from_pylist(rows, schema=COMMIT_SCHEMA)
+    in_spark = writes.ms_frame("offset_commits", spark.createDataFrame(table), cluster="c")
+    on_driver = writes.table_frame(
+        spark, "offset_commits", writes.ms_table("offset_commits", table, cluster="c")
+    )
+    assert in_spark.dtypes == on_driver.dtypes
+
+    def millis(df: DataFrame) -> DataFrame:
+        # Year 1 does not become a Python datetime in every time zone: compare epoch ms.
+        return df.select(
+            *[
+                F.unix_millis(F.col(f.name)).alias(f.name)
+                if isinstance(f.dataType, TimestampType)
+                else F.col(f.name)
+                for f in df.schema.fields
+            ]
+        )
+
+    assert_df_equality(
+        millis(in_spark), millis(on_driver), ignore_row_order=True, ignore_nullable=True
+    )
+    got = {r["record_offset"]: r for r in millis(in_spark).collect()}
+    assert got[1]["commit_timestamp"] is None  # nullable: nulled
+    assert got[1]["record_timestamp"] == writes.MAX_TIMESTAMP_MS  # NOT NULL: clamped
+    assert got[2]["record_timestamp"] == writes.MIN_TIMESTAMP_MS
+    with pytest.raises(ValueError, match="rows need a cluster"):
+        writes.ms_frame("offset_commits", spark.createDataFrame(table))
+
+
+def test_commit_candidates_summarize_as_all_the_commits(spark: SparkSession) -> None:
+    """The summary of the few commits picked in the executors is the summary of all of the
+    batch's plain commits, with the batch spread over several partitions."""
+    rng = random.Random(5)
+    rows = []
+    for offset in range(600):
+        group = f"g{rng.randrange(12)}"
+        committed = None if rng.random() < 0.1 else rng.randrange(1_000)
+        at = T0 + rng.randrange(50) * 1_000  # many equal times: the record offset decides
+        key, value = _commit(group, rng.randrange(4), committed, at)
+        rows.append(
+            {"topic": OFFSETS, "partition": 2, "offset": offset, "timestamp": at}
+            | {"key": key, "value": value}
+        )
+    decoded = dec.decode(_source(spark, rows).repartition(5))
+    tombstones = {"g3": 200, "g7": 599}
+
+    picked = frames.commit_candidates(decoded, read_committed_source=False, tombstones=tombstones)
+    every = frames.plain_commit_frame(decoded, read_committed_source=False)
+    whole = every.select(*[f"`{c}`" for c in COLUMNS]).toArrow()
+
+    assert picked.num_rows < whole.num_rows / 4
+    summary, positions = summarize(picked, tombstones)
+    want_summary, want_positions = summarize(whole, tombstones)
+    assert summary == want_summary
+    assert sorted(positions, key=repr) == sorted(want_positions, key=repr)
+    assert len(want_positions) > 40
 
 
 def test_kafka_source_commits_are_resolved_by_the_read_committed_source(

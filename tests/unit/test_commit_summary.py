@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from offsetscope.history.commits import COLUMNS, summarize
+from offsetscope.history.commits import COLUMNS, COMMIT_SCHEMA, candidates, summarize
 from offsetscope.history.rows import OffsetCommitRow
 from offsetscope.pipelines.lag import Position
 
@@ -102,9 +102,7 @@ def test_picks_first_latest_after_deletion_and_per_topic_id() -> None:
     }
 
 
-@pytest.mark.parametrize("seed", range(25))
-def test_matches_the_row_by_row_reading(seed: int) -> None:
-    rnd = random.Random(seed)
+def random_batch(rnd: random.Random) -> tuple[list[dict[str, Any]], dict[str, int]]:
     groups = [f"g{i}" for i in range(rnd.randint(1, 6))]
     offsets = rnd.sample(range(10_000), rnd.randint(1, 300))
     rows = [
@@ -120,6 +118,12 @@ def test_matches_the_row_by_row_reading(seed: int) -> None:
         for o in offsets
     ]
     tombstones = {g: rnd.randint(0, 10_000) for g in groups if rnd.random() < 0.5}
+    return rows, tombstones
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_matches_the_row_by_row_reading(seed: int) -> None:
+    rows, tombstones = random_batch(random.Random(seed))
 
     summary, positions = summarize(table(rows), tombstones)
 
@@ -132,3 +136,34 @@ def test_matches_the_row_by_row_reading(seed: int) -> None:
 def test_empty_batch() -> None:
     empty = pa.Table.from_pylist([commit("g", "t", 0, 1)]).select(list(COLUMNS)).slice(0, 0)
     assert summarize(empty, {}) == ({}, [])
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_candidates_of_parts_summarize_as_the_whole(seed: int) -> None:
+    """What the ingest query does: each Spark partition keeps its candidates (in two rounds,
+    before and after a shuffle by group), and only those are summarized on the driver."""
+    rnd = random.Random(seed)
+    rows, tombstones = random_batch(rnd)
+    parts: list[list[dict[str, Any]]] = [[] for _ in range(rnd.randint(1, 5))]
+    for r in rows:
+        rnd.choice(parts).append(r)
+    typed = lambda part: pa.Table.from_pylist(part, schema=COMMIT_SCHEMA)  # noqa: E731
+    kept = [candidates(typed(p), tombstones) for p in parts if p]
+    # the second round: the first round's candidates regrouped, in another order
+    regrouped = pa.concat_tables(kept).to_pylist()
+    rnd.shuffle(regrouped)
+    final = candidates(typed(regrouped), tombstones)
+
+    assert final.num_rows <= len(rows)
+    summary, positions = summarize(final, tombstones)
+    want_summary, want_positions = summarize(typed(rows), tombstones)
+    assert summary == want_summary
+    # the positions' order follows the rows'; which ones there are does not
+    assert sorted(positions, key=repr) == sorted(want_positions, key=repr)
+
+
+def test_candidates_keep_only_what_a_pick_can_use() -> None:
+    rows = [commit("g", "orders", 0, o) for o in range(10, 20)]
+    kept = candidates(table(rows), {})
+    # the first commit (the group's first), the last (its latest and the position)
+    assert kept["record_offset"].to_pylist() == [10, 19]

@@ -12,9 +12,12 @@ OffsetCommit record, tombstones included. Output, for the batch step
 * per (group, topic, partition), the position for lag: the latest record of any kind by
   ``(effective_at, record_offset)``; a tombstone's position has no offset (removed).
 
-"Live" is a commit that is not a tombstone. Every choice is a per-key arg-min or arg-max, done with
-one ``numpy.lexsort`` each over the candidate rows (keys as dictionary codes), so the cost is a few
-sorts of the batch and no Python object per commit. A Spark ``groupBy`` with ``min_by`` / ``max_by``
+"Live" is a commit that is not a tombstone. Every choice is an arg-min or arg-max, so it can be
+made in parts: :func:`candidates` keeps the rows a part can contribute, and summarizing the
+candidates of every part gives the summary of the whole (the ingest query picks candidates in
+each Spark partition, and only they reach the driver). Each choice is done with one
+``numpy.lexsort`` over the candidate rows (keys as dictionary codes), so the cost is a few sorts
+of the batch and no Python object per commit. A Spark ``groupBy`` with ``min_by`` / ``max_by``
 over row structs computes the same, but the structs force a sort-based aggregate
 (``docs/benchmarks.md``, "Measurements behind design choices", has the comparison).
 
@@ -67,42 +70,77 @@ def summarize(table: pa.Table, tombstones: Mapping[str, int]) -> tuple[Summary, 
     """
     if table.num_rows == 0:
         return {}, []
-    group, groups = _codes(table["group_id"])
-    topic, topics = _codes(table["topic"])
-    topic_id, _ = _codes(table["topic_id"])
-    partition = _ints(table["partition"])
-    record_offset = _ints(table["record_offset"])
-    effective_at = _ints(table["effective_at"])
-    live = ~table["is_tombstone"].combine_chunks().to_numpy(zero_copy_only=False).astype(bool)
-
-    deleted_at = np.array([tombstones.get(g, -1) for g in groups], dtype=np.int64)
-    after_deletion = live & (deleted_at[group] >= 0) & (record_offset > deleted_at[group])
-    newest = (effective_at, record_offset)
-    chosen = np.concatenate(
-        [
-            _pick((group,), (record_offset,), live, largest=False),
-            _pick((group,), newest, live, largest=True),
-            _pick((group,), (record_offset,), after_deletion, largest=False),
-            _pick((group, topic_id), (record_offset,), live & (topic_id >= 0), largest=False),
-        ]
-    )
-    chosen = np.unique(chosen)  # ascending row index; one row can be several of the four
+    picks = _Picks(table, tombstones)
+    chosen = np.unique(np.concatenate(picks.chosen))  # one row can be several of the four
     summary: dict[str, dict[int, OffsetCommitRow]] = defaultdict(dict)
     for d in table.select(list(COLUMNS)).take(pa.array(chosen)).to_pylist():
         summary[d["group_id"]][d["record_offset"]] = OffsetCommitRow(**d)
     by_group = {g: [rows[o] for o in sorted(rows)] for g, rows in summary.items()}
 
-    latest = _pick((group, topic, partition), newest, np.ones_like(live), largest=True)
+    latest = picks.latest
     offsets = table["offset"].take(pa.array(latest)).to_pylist()
     positions = [
         (
-            topics[topic[i]],
-            int(partition[i]),
-            Position(groups[group[i]], off, int(effective_at[i]), int(record_offset[i])),
+            picks.topics[picks.topic[i]],
+            int(picks.partition[i]),
+            Position(
+                picks.groups[picks.group[i]],
+                off,
+                int(picks.effective_at[i]),
+                int(picks.record_offset[i]),
+            ),
         )
         for i, off in zip(latest.tolist(), offsets, strict=True)
     ]
     return by_group, positions
+
+
+def candidates(table: pa.Table, tombstones: Mapping[str, int]) -> pa.Table:
+    """The rows of ``table`` that :func:`summarize` can pick: each a per-key arg-min or
+    arg-max, so ``summarize(concat(candidates(part) for part in parts))`` equals
+    ``summarize(concat(parts))`` however the commits are split -- as long as every
+    part is given the same ``tombstones``. This is how the batch's commits are summarized where
+    they are (:func:`offsetscope.pipelines.frames.commit_candidates`): each Spark partition keeps
+    its candidates, and only those reach the driver.
+    """
+    if table.num_rows == 0:
+        return table
+    picks = _Picks(table, tombstones)
+    return table.take(pa.array(np.unique(np.concatenate([*picks.chosen, picks.latest]))))
+
+
+class _Picks:
+    """The row indices :func:`summarize` picks from ``table``."""
+
+    def __init__(self, table: pa.Table, tombstones: Mapping[str, int]) -> None:
+        self.group, self.groups = _codes(table["group_id"])
+        self.topic, self.topics = _codes(table["topic"])
+        topic_id, _ = _codes(table["topic_id"])
+        self.partition = _ints(table["partition"])
+        self.record_offset = _ints(table["record_offset"])
+        self.effective_at = _ints(table["effective_at"])
+        group, record_offset = self.group, self.record_offset
+        # A group's commits are in one __consumer_offsets partition, so its record offsets
+        # differ; the record partition breaks a tie anyway, so that no pick depends on the
+        # order the rows arrive in (candidates are gathered from Spark partitions).
+        where = _ints(table["record_partition"])
+        first = (record_offset, where)
+        live = ~table["is_tombstone"].combine_chunks().to_numpy(zero_copy_only=False).astype(bool)
+        deleted_at = np.array([tombstones.get(g, -1) for g in self.groups], dtype=np.int64)
+        after_deletion = live & (deleted_at[group] >= 0) & (record_offset > deleted_at[group])
+        newest = (self.effective_at, record_offset, where)
+        # The group fold's commits: the first live one, the latest live one, the first live one
+        # after the group's deletion, the first live one per topic id.
+        self.chosen = [
+            _pick((group,), first, live, largest=False),
+            _pick((group,), newest, live, largest=True),
+            _pick((group,), first, after_deletion, largest=False),
+            _pick((group, topic_id), first, live & (topic_id >= 0), largest=False),
+        ]
+        # The lag positions: the latest record of any kind per group and partition.
+        self.latest = _pick(
+            (group, self.topic, self.partition), newest, np.ones_like(live), largest=True
+        )
 
 
 def _pick(

@@ -267,12 +267,10 @@ class IngestPipeline:
                 decoded.append(part)
                 cluster_in = sum(int(s["records"]) for s in cluster_stats)
                 with b.timings.timed("decode"):
-                    found = {
-                        r["kind"]: int(r["count"]) for r in part.groupBy("kind").count().collect()
-                    }
+                    found, plain = frames.decoded_counts(part)
                 cluster_counts = dec.kind_counts(cluster_in, found)
                 self._bronze_and_silver(b, own, part, cluster_in, cluster_counts)
-                positions, txn_rows = self._gold(b, part, cluster_counts, cluster_stats)
+                positions, txn_rows = self._gold(b, part, cluster_counts, plain, cluster_stats)
                 if cluster in self.samplers:
                     with b.timings.timed("lag"):
                         self._lag(b, positions, txn_rows, _read_up_to(cluster_stats))
@@ -368,9 +366,15 @@ class IngestPipeline:
                 )
 
     def _gold(
-        self, b: Batch, decoded: DataFrame, counts: Mapping[str, int], stats: Sequence[Any]
+        self,
+        b: Batch,
+        decoded: DataFrame,
+        counts: Mapping[str, int],
+        plain_count: int,
+        stats: Sequence[Any],
     ) -> tuple[Positions, Sequence[OffsetCommitRow]]:
-        """The fold step over the batch; returns the lag positions and transactional rows."""
+        """The fold step over the batch (``plain_count``: its offset commits outside
+        transactions); returns the lag positions and transactional rows."""
         light = []
         if any(counts[k] for k in frames.LIGHT_KINDS) or (
             self.markers_visible and counts["offset_commit"]
@@ -380,20 +384,24 @@ class IngestPipeline:
         routed = step.route(light)
         summary: dict[str, list[OffsetCommitRow]] = {}
         positions: Positions = []
-        if counts["offset_commit"]:
+        if plain_count:
+            read_committed = self.read_committed_source[b.cluster]
             with b.timings.timed("commit summary"):
-                plain = frames.collect_plain_commits(
-                    decoded, read_committed_source=self.read_committed_source[b.cluster]
+                picked = frames.commit_candidates(
+                    decoded, read_committed_source=read_committed, tombstones=routed.tombstones
                 )
-                summary, positions = summarize(plain, routed.tombstones)
-            if plain.num_rows:
-                # Final as read, gated and appended from the driver's columns.
-                BatchWriter.append(
-                    b.tasks,
+                summary, positions = summarize(picked, routed.tombstones)
+            # Final as read: gated and appended from the executors.
+            BatchWriter.append(
+                b.tasks,
+                "offset_commits",
+                writes.ms_frame(
                     "offset_commits",
-                    lambda: writes.ms_table("offset_commits", plain, cluster=b.cluster),
-                    plain.num_rows,
-                )
+                    frames.plain_commit_frame(decoded, read_committed_source=read_committed),
+                    cluster=b.cluster,
+                ),
+                plain_count,
+            )
         offsets_partitions = (
             sorted({int(s["partition"]) for s in stats if s["topic"] == OFFSETS_TOPIC})
             if self.markers_visible

@@ -4,8 +4,11 @@ decoded rows, with only small results reaching the driver.
 * :func:`source_stats` -- per source partition: offset range, record count, timestamps;
 * :func:`bronze_frame` -- source rows as ``raw_records`` rows;
 * :func:`plain_commit_frame` -- the ``offset_commits`` rows of the offset commits outside
-  transactions (final as read), which :func:`collect_plain_commits` brings to the driver as
-  Arrow columns for the summary and the append;
+  transactions (final as read), appended from the executors;
+* :func:`commit_candidates` -- of those, the few the commit summary can pick
+  (:func:`offsetscope.history.commits.candidates`), chosen in the executors in two rounds (each
+  partition, then each group after a shuffle of the first round's picks), so that what reaches
+  the driver grows with the batch's groups and partitions, not with its commits;
 * :func:`light_events` -- every other internal-topic event (group metadata, KIP-848 records, the
   transaction log, markers, transactional commits), few by nature, as history events;
 * :func:`window_commits` -- the plain commits inside the windows the fold step asks for.
@@ -13,6 +16,7 @@ decoded rows, with only small results reaching the driver.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -20,7 +24,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from offsetscope.history.batch import Window
-from offsetscope.history.commits import COLUMNS
+from offsetscope.history.commits import COLUMNS, candidates
 from offsetscope.history.events import Event, OffsetCommitEvent
 from offsetscope.history.offsets import COMMITTED
 from offsetscope.pipelines.events import event_from_decoded
@@ -46,6 +50,18 @@ def source_stats(raw: DataFrame, *, clustered: bool = False) -> list[Any]:
         )
         .collect()
     )
+
+
+def decoded_counts(decoded: DataFrame) -> tuple[dict[str, int], int]:
+    """Decoded rows per kind, and how many are offset commits outside transactions (one
+    aggregation)."""
+    by_kind: dict[str, int] = {}
+    plain = 0
+    for r in decoded.groupBy("kind", "is_transactional").count().collect():
+        by_kind[r["kind"]] = by_kind.get(r["kind"], 0) + int(r["count"])
+        if r["kind"] == "offset_commit" and not r["is_transactional"]:
+            plain += int(r["count"])
+    return by_kind, plain
 
 
 def bronze_frame(raw: DataFrame, batch_id: int, ingested_at_ms: int, cluster: str) -> DataFrame:
@@ -105,12 +121,35 @@ def plain_commit_frame(
     )
 
 
-def collect_plain_commits(decoded: DataFrame, *, read_committed_source: bool) -> pa.Table:
-    """The batch's plain commits on the driver through Arrow (the columns of ``offset_commits``,
-    timestamps in epoch ms: about 150 bytes a commit): the summary reads them, and they are
-    the rows the ``offset_commits`` append writes."""
+def commit_candidates(
+    decoded: DataFrame, *, read_committed_source: bool, tombstones: Mapping[str, int]
+) -> pa.Table:
+    """The batch's plain commits the summary can pick, on the driver as Arrow (the columns of
+    ``offset_commits``, timestamps in epoch ms).
+
+    :func:`offsetscope.history.commits.summarize` of the result equals its summary of all the
+    batch's plain commits: every pick is a per-key arg-min or arg-max, kept by each partition
+    of the first round and again per group after the shuffle.
+
+    Args:
+        decoded: decoded rows.
+        read_committed_source: the rows come from a ``read_committed`` Kafka source.
+        tombstones: group -> record offset of its last group-metadata tombstone in the batch
+            (the same for every partition: part of each pick).
+    """
     frame = plain_commit_frame(decoded, read_committed_source=read_committed_source)
-    return frame.select(*[f"`{c}`" for c in COLUMNS]).toArrow()
+    frame = frame.select(*[f"`{c}`" for c in COLUMNS])
+    schema = frame.schema
+    deleted = dict(tombstones)
+
+    def keep(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        # All of a partition's rows at once: a pick compares rows across Arrow batches.
+        whole = list(batches)
+        if whole:
+            yield from candidates(pa.Table.from_batches(whole), deleted).to_batches()
+
+    first = frame.mapInArrow(keep, schema)
+    return first.repartition("group_id").mapInArrow(keep, schema).toArrow()
 
 
 def light_events(decoded: DataFrame) -> list[Event]:

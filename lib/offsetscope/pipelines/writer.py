@@ -6,12 +6,15 @@ commit latency rather than CPU, so ``[pipeline] write_threads`` of them overlap.
 MERGE start first: they take longest (longest-first keeps the last thread from starting the
 slowest table).
 
-**Quality gate.** Before a gold table is written, its great-expectations suite
-(:mod:`offsetscope.quality`) validates the batch's rows, which are on the driver already (fold
-outputs, the collected plain commits), so no Spark job runs for it: the results row is kept,
-failing rows go to ``quality_quarantine`` (``[quality] quarantine_failed_rows``) and the rest is
-what gets written. Gates of different tables run in their tables' threads; great-expectations'
-own step runs one at a time. The results of all the batch's gates are recorded in one append as
+**Quality gate.** Before a gold table is written, its suite (:mod:`offsetscope.quality`)
+validates the batch's rows where they are. Fold outputs are on the driver already: great-
+expectations checks them there, with no Spark job (:func:`offsetscope.quality.validate.
+validate_table`). Rows that stay in Spark (the batch's plain offset commits, most of its
+records) are checked in the executors by the same suite compiled to column expressions
+(:func:`offsetscope.quality.expressions.validate_frame`), and only counts reach the driver.
+Either way the results row is kept, failing rows go to ``quality_quarantine`` (``[quality]
+quarantine_failed_rows``) and the rest is what gets written. Gates of different tables run in
+their tables' threads; great-expectations' own step runs one at a time. The results of all the batch's gates are recorded in one append as
 soon as the last gate has passed, while the slower writes finish, and before :meth:`run`
 returns: whoever saves the batch's fold state afterwards knows its results are in.
 
@@ -39,6 +42,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from offsetscope.clock import Clock
 from offsetscope.config import Config
+from offsetscope.quality import expressions
 from offsetscope.quality import suites as quality_suites
 from offsetscope.quality import tables as qtables
 from offsetscope.quality import validate as quality
@@ -55,7 +59,7 @@ RowsSource = Callable[[], pa.Table]
 class Write:
     """One table write of a batch.
 
-    ``source`` is a DataFrame of the batch (ungated tables only), or driver rows as a
+    ``source`` is a DataFrame of the batch, gated in the executors, or driver rows as a
     :data:`RowsSource`: the gate checks those without a Spark job, and they become a DataFrame
     in the session that writes them.
     """
@@ -250,12 +254,14 @@ class BatchWriter:
         for task in tasks:
             session = self._session_for(spark, task.logical) if task.merge else spark
             gated = self._validates(task.logical)
+            checked: expressions.Gated | None = None
             if isinstance(task.source, DataFrame):
-                # The gated tables are the gold ones, whose rows are on the driver (fold
-                # outputs, the collected commits): a DataFrame here would go unchecked.
-                if gated:
-                    raise TypeError(f"{task.logical} is gated: write it from driver rows")
                 frame = task.source
+                if gated:
+                    checked = self._gate_frame(spark, batch_id, frame, task.logical, timings)
+                    results.append(checked.result)
+                    gate_passed()
+                    frame = checked.good
             else:
                 rows = task.source()
                 if gated:
@@ -281,6 +287,8 @@ class BatchWriter:
                         batch_id=batch_id,
                     )
                     written += task.rows
+            if checked is not None:
+                checked.release()
         return tasks[0].logical, written
 
     def _validates(self, logical: str) -> bool:
@@ -301,27 +309,44 @@ class BatchWriter:
             good, failed, result = quality.validate_table(
                 rows, logical, batch_id, settings=self.cfg.quality, clock=self.clock
             )
-            session = self._session_for(spark, "quality")
-            # The session's confs are shared: one quarantine append at a time.
-            with self._quality_lock:
-                if not self._quality_tables_ready:
-                    qtables.ensure(
-                        session, self.cfg, (qtables.QUALITY_RESULTS, qtables.QUALITY_QUARANTINE)
-                    )
-                    self._quality_tables_ready = True
-                if result.failed_rows:  # rare
-                    ddl = (
-                        f"{catalogue.spec(logical).written_ddl()}, `{quality.FAILED}` array<string>"
-                    )
-                    quality.quarantine(
-                        session,
-                        self.cfg,
-                        result,
-                        session.createDataFrame(failed, ddl),
-                        query_name=self.query_name,
-                    )
+            ddl = f"{catalogue.spec(logical).written_ddl()}, `{quality.FAILED}` array<string>"
+            self._quarantine(spark, result, lambda session: session.createDataFrame(failed, ddl))
             results.append(result)
             return good
+
+    def _gate_frame(
+        self, spark: SparkSession, batch_id: int, frame: DataFrame, logical: str, timings: Timings
+    ) -> expressions.Gated:
+        """The table's suite on a batch that stays in Spark (:func:`offsetscope.quality.
+        expressions.validate_frame`): failing rows to ``quality_quarantine``; the rows to write
+        are the result's ``good`` (release it once they are written)."""
+        with timings.timed(f"quality {logical}"):
+            checked = expressions.validate_frame(
+                frame, logical, batch_id, settings=self.cfg.quality, clock=self.clock
+            )
+            self._quarantine(spark, checked.result, lambda _: checked.failed)
+            return checked
+
+    def _quarantine(
+        self,
+        spark: SparkSession,
+        result: QualityResultRow,
+        failed: Callable[[SparkSession], DataFrame],
+    ) -> None:
+        """Make sure the quality tables exist; append ``failed`` (built in the quality session)
+        to ``quality_quarantine`` when the gate failed rows."""
+        session = self._session_for(spark, "quality")
+        # The session's confs are shared: one quarantine append at a time.
+        with self._quality_lock:
+            if not self._quality_tables_ready:
+                qtables.ensure(
+                    session, self.cfg, (qtables.QUALITY_RESULTS, qtables.QUALITY_QUARANTINE)
+                )
+                self._quality_tables_ready = True
+            if result.failed_rows:  # rare
+                quality.quarantine(
+                    session, self.cfg, result, failed(session), query_name=self.query_name
+                )
 
     def _record_quality(
         self,

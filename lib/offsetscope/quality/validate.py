@@ -138,7 +138,9 @@ def _has_map(t: DataType) -> bool:
     return False
 
 
-def _bounds(settings: QualityConfig, now_ms: int) -> tuple[dt.datetime, dt.datetime]:
+def bounds(settings: QualityConfig, now_ms: int) -> tuple[dt.datetime, dt.datetime]:
+    """The plausible range of a timestamp validated at ``now_ms``: ``[quality]
+    earliest_timestamp`` to the validation time plus ``future_tolerance``."""
     # Naive UTC datetimes: the session time zone is UTC, so Spark and pandas both compare
     # timestamp columns against them as UTC.
     earliest = dt.datetime.fromisoformat(settings.earliest_timestamp)
@@ -195,12 +197,12 @@ def _evaluate(
     of the checked columns (timestamps as epoch microseconds) plus ``_row``."""
     engines = _batch_definitions()
     with _gx_lock:
-        suite = suites.suite_for(table, [_in_micros(c, timestamps) for c in checks])
+        suite = suites.suite_for(table, [in_micros(c, timestamps) for c in checks])
         gx_batch = engines[engine].get_batch(batch_parameters={"dataframe": batch})
         return gx_batch.validate(suite, result_format=_RESULT_FORMAT)
 
 
-def _in_micros(check: suites.Check, timestamps: set[str]) -> suites.Check:
+def in_micros(check: suites.Check, timestamps: set[str]) -> suites.Check:
     """``check`` with datetime bounds on a timestamp column as epoch microseconds."""
     if not timestamps.intersection(check.columns):
         return check
@@ -209,7 +211,7 @@ def _in_micros(check: suites.Check, timestamps: set[str]) -> suites.Check:
 
 
 def _micros(value: dt.datetime) -> int:
-    # Naive datetimes are UTC (see _bounds).
+    # Naive datetimes are UTC (see bounds).
     epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
     return (value.replace(tzinfo=dt.UTC) - epoch) // dt.timedelta(microseconds=1)
 
@@ -254,7 +256,7 @@ def validate(
     clock = clock or SystemClock()
     started = time.monotonic()
     now = clock.now_ms()
-    checks = suites.checks_for(table, *_bounds(settings, now), within=key_scope(df.columns))
+    checks = suites.checks_for(table, *bounds(settings, now), within=key_scope(df.columns))
     limit = settings.pandas_max_rows if pandas_max_rows is None else pandas_max_rows
     result, rows = _run_suite(df, table, checks, limit)
     failing, expectations = _outcome(result, checks)
@@ -283,7 +285,7 @@ def validate_table(
     clock = clock or SystemClock()
     started = time.monotonic()
     now = clock.now_ms()
-    checks = suites.checks_for(table, *_bounds(settings, now), within=key_scope(rows.schema.names))
+    checks = suites.checks_for(table, *bounds(settings, now), within=key_scope(rows.schema.names))
     timestamps = {f.name for f in rows.schema if pa.types.is_timestamp(f.type)}
     columns = {
         c: _micros_array(rows.column(c)) if c in timestamps else rows.column(c)

@@ -17,7 +17,8 @@ Rows built on the driver (fold outputs) become DataFrames through Arrow with the
 schema (:func:`offsetscope.spark.tables.arrow_schema`). Timestamps are epoch milliseconds from
 record fields, which a corrupt or hostile record can set to anything an int64 holds; Spark's
 timestamps cover the years 1 to 9999 only, so values outside that range are stored as NULL
-(:func:`records_table` for driver rows, :func:`ms_table` for driver columns), or, in a NOT NULL
+(:func:`records_table` for driver rows, :func:`ms_table` for driver columns, :func:`ms_frame`
+for rows that stay in Spark), or, in a NOT NULL
 column, as the nearest end of the range (0001-01-01 / 9999-12-31, values no real record
 carries) -- the raw bytes stay in ``raw_records`` -- rather than failing the batch with an
 overflow or a NOT NULL violation. Errors are not caught here: a failed write fails the batch
@@ -34,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from offsetscope.config import Config
 from offsetscope.history import tables as history
@@ -193,17 +195,22 @@ def with_cluster(logical: str, table: pa.Table, cluster: str | None) -> pa.Table
         ValueError: the table has a cluster column and ``cluster`` is ``None``, or it has none
             and ``cluster`` is given.
     """
-    if not catalogue.has_cluster(logical):
-        if cluster is not None:
-            raise ValueError(f"{logical} has no {catalogue.CLUSTER} column")
-        return table
+    _check_cluster(logical, cluster)
     if cluster is None:
-        raise ValueError(f"{logical}: rows need a {catalogue.CLUSTER}")
+        return table
     index = table.schema.get_field_index(catalogue.CLUSTER)
     values = pa.array([cluster] * table.num_rows, pa.string())
     if index < 0:
         return table.append_column(catalogue.CLUSTER, values)
     return table.set_column(index, table.schema.field(index), values)
+
+
+def _check_cluster(logical: str, cluster: str | None) -> None:
+    if not catalogue.has_cluster(logical):
+        if cluster is not None:
+            raise ValueError(f"{logical} has no {catalogue.CLUSTER} column")
+    elif cluster is None:
+        raise ValueError(f"{logical}: rows need a {catalogue.CLUSTER}")
 
 
 def ms_schema(logical: str) -> pa.Schema:
@@ -238,6 +245,37 @@ def ms_table(logical: str, table: pa.Table, *, cluster: str | None = None) -> pa
             raise ValueError(f"{logical}.{f.name}: nested timestamps need records_table")
         arrays.append(column.cast(f.type))
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def ms_frame(logical: str, df: DataFrame, *, cluster: str | None = None) -> DataFrame:
+    """:func:`ms_table` in Spark: a DataFrame of a table's written columns with timestamps as
+    epoch-ms integers, typed as the table (timestamps outside Spark's range nulled, or clamped
+    in a NOT NULL column), its ``cluster`` set to ``cluster``. For rows that are written from
+    the executors without reaching the driver (a batch's plain offset commits).
+
+    Raises:
+        ValueError: ``cluster`` does not fit the table (:func:`with_cluster`), or ``df`` lacks
+            one of its written columns.
+    """
+    spec = catalogue.spec(logical)
+    _check_cluster(logical, cluster)
+    out = []
+    for c in spec.written_columns:
+        if c.name == catalogue.CLUSTER:
+            out.append(F.lit(cluster).cast(c.type).alias(c.name))
+            continue
+        if c.name not in df.columns:
+            raise ValueError(f"{logical}: the rows lack the column {c.name!r}")
+        column = F.col(f"`{c.name}`")
+        if c.type == "timestamp":
+            ms = column.cast("bigint")
+            if c.nullable:
+                column = F.when(ms.between(MIN_TIMESTAMP_MS, MAX_TIMESTAMP_MS), ms)
+            else:
+                column = F.least(F.greatest(ms, F.lit(MIN_TIMESTAMP_MS)), F.lit(MAX_TIMESTAMP_MS))
+            column = F.timestamp_millis(column)
+        out.append(column.cast(c.type).alias(c.name))
+    return df.select(*out)
 
 
 def _ms_in_range(ms: pa.ChunkedArray, nullable: bool) -> pa.ChunkedArray:

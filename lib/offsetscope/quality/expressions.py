@@ -1,0 +1,194 @@
+"""A table's suite as Spark column expressions: the quality gate evaluated where the rows are.
+
+great-expectations validates a batch by computing one metric per expectation, a Spark job each,
+or on pandas after the rows were collected to the driver. A gate in front of every gold write
+of every micro-batch can afford neither once batches are large, so the suites' checks
+(:mod:`offsetscope.quality.suites`, all row-level) are compiled here into one boolean column
+per check -- true where the row breaks it -- and the batch is annotated, split and counted in
+the executors: one aggregation returns the counts, and nothing per row reaches the driver.
+
+The semantics are great-expectations' own for the six expectation types the suites use, which
+the tests hold to great-expectations on the same rows:
+
+=====================================  =========================================================
+expectation                            a row breaks it when
+=====================================  =========================================================
+ExpectColumnValuesToNotBeNull          the value is null
+ExpectColumnValuesToBeUnique           the value is not null and appears more than once
+ExpectCompoundColumnsToBeUnique        the combination appears more than once (a row whose
+                                       values are all null is ignored)
+ExpectColumnValuesToBeInSet            the value is not null and not in the set
+ExpectColumnValuesToBeBetween          the value is not null and outside ``[min, max]``
+                                       (either bound may be absent)
+ExpectColumnPairValuesAToBeGreaterThanB  neither value is null and ``A > B`` (``>=``) fails
+=====================================  =========================================================
+
+Results are recorded as :func:`offsetscope.quality.validate.validate` records them: one
+``quality_results`` row per table and batch, failing rows to ``quality_quarantine`` with the
+names of the checks they broke.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import TimestampNTZType, TimestampType
+
+from offsetscope.clock import Clock, SystemClock
+from offsetscope.config import QualityConfig
+from offsetscope.quality import suites
+from offsetscope.quality.model import ExpectationResult, QualityResultRow
+from offsetscope.quality.validate import FAILED, bounds, in_micros, key_scope
+
+_TYPES = {
+    "ExpectColumnValuesToNotBeNull": "expect_column_values_to_not_be_null",
+    "ExpectColumnValuesToBeUnique": "expect_column_values_to_be_unique",
+    "ExpectCompoundColumnsToBeUnique": "expect_compound_columns_to_be_unique",
+    "ExpectColumnValuesToBeInSet": "expect_column_values_to_be_in_set",
+    "ExpectColumnValuesToBeBetween": "expect_column_values_to_be_between",
+    "ExpectColumnPairValuesAToBeGreaterThanB": "expect_column_pair_values_a_to_be_greater_than_b",
+}
+
+
+class UnsupportedCheckError(ValueError):
+    """A check whose expectation type has no compiled form (add it here before using it)."""
+
+
+def broken(check: suites.Check, timestamps: frozenset[str] = frozenset()) -> Column:
+    """A boolean column: true where a row breaks ``check``, false otherwise (never null).
+
+    ``timestamps`` are the timestamp columns among the check's: compared as epoch microseconds
+    with the check's bounds likewise (:func:`offsetscope.quality.validate.in_micros`), as the
+    great-expectations gate compares them -- a Python datetime literal would be read in the
+    driver's local time zone.
+
+    Raises:
+        UnsupportedCheckError: the check's expectation type is not compiled here.
+    """
+
+    def _col(name: str) -> Column:
+        c = F.col(f"`{name}`")
+        return F.unix_micros(c) if name in timestamps else c
+
+    kw: dict[str, Any] = dict(in_micros(check, set(timestamps)).kwargs)
+    kind = check.expectation
+    if kind == "ExpectColumnValuesToNotBeNull":
+        return _col(kw["column"]).isNull()
+    if kind == "ExpectColumnValuesToBeUnique":
+        c = _col(kw["column"])
+        return c.isNotNull() & (F.count(F.lit(1)).over(Window.partitionBy(c)) > 1)
+    if kind == "ExpectCompoundColumnsToBeUnique":
+        cols = [_col(c) for c in kw["column_list"]]
+        any_value = F.greatest(*[c.isNotNull().cast("int") for c in cols]) == 1
+        return any_value & (F.count(F.lit(1)).over(Window.partitionBy(*cols)) > 1)
+    if kind == "ExpectColumnValuesToBeInSet":
+        c = _col(kw["column"])
+        return F.coalesce(c.isNotNull() & ~c.isin(list(kw["value_set"])), F.lit(False))
+    if kind == "ExpectColumnValuesToBeBetween":
+        c = _col(kw["column"])
+        outside = F.lit(False)
+        if kw.get("min_value") is not None:
+            outside = outside | (c < F.lit(kw["min_value"]))
+        if kw.get("max_value") is not None:
+            outside = outside | (c > F.lit(kw["max_value"]))
+        return F.coalesce(c.isNotNull() & outside, F.lit(False))
+    if kind == "ExpectColumnPairValuesAToBeGreaterThanB":
+        if kw.get("ignore_row_if") != "either_value_is_missing":
+            raise UnsupportedCheckError(f"{check.name}: only ignore_row_if=either_value_is_missing")
+        a, b = _col(kw["column_A"]), _col(kw["column_B"])
+        ordered = a >= b if kw.get("or_equal") else a > b
+        return F.coalesce(a.isNotNull() & b.isNotNull() & ~ordered, F.lit(False))
+    raise UnsupportedCheckError(f"{check.name}: {kind} has no compiled form")
+
+
+def annotate(df: DataFrame, checks: Sequence[suites.Check]) -> DataFrame:
+    """``df`` plus ``failed_expectations``: the names of the checks each row breaks (empty
+    for a row that passes), in the suite's order."""
+    timestamps = frozenset(
+        f.name for f in df.schema.fields if isinstance(f.dataType, TimestampType | TimestampNTZType)
+    )
+    names = F.array(*[F.when(broken(c, timestamps), F.lit(c.name)) for c in checks])
+    return df.withColumn(FAILED, F.filter(names, lambda n: n.isNotNull()))
+
+
+@dataclass(frozen=True, slots=True)
+class Gated:
+    """A batch through its gate: what to write, what to quarantine, and the results row.
+
+    ``good`` and ``failed`` read the annotated batch, computed once and kept until
+    :meth:`release` (call it once both are written).
+    """
+
+    good: DataFrame
+    failed: DataFrame
+    result: QualityResultRow
+    annotated: DataFrame
+
+    def release(self) -> None:
+        self.annotated.unpersist()
+
+
+def validate_frame(
+    df: DataFrame,
+    table: str,
+    batch_id: int,
+    *,
+    settings: QualityConfig | None = None,
+    clock: Clock | None = None,
+) -> Gated:
+    """Validate a batch of ``table`` with its suite, in the executors; split good from failed.
+
+    One aggregation brings the counts to the driver; ``good`` is every row no check named (all
+    rows when ``quarantine_failed_rows`` is off), ``failed`` the named rows plus
+    ``failed_expectations``.
+
+    Raises:
+        KeyError: ``table`` has no suite.
+    """
+    settings = settings or QualityConfig()
+    clock = clock or SystemClock()
+    started = time.monotonic()
+    now = clock.now_ms()
+    checks = suites.checks_for(table, *bounds(settings, now), within=key_scope(df.columns))
+    annotated = annotate(df, checks).persist()
+    counts = annotated.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.count_if(F.size(FAILED) > 0).alias("failed"),
+        *[
+            F.count_if(F.array_contains(FAILED, c.name)).alias(f"c{i}")
+            for i, c in enumerate(checks)
+        ],
+    ).first()
+    if counts is None:  # an aggregation without grouping returns one row, even on no rows
+        raise RuntimeError(f"no counts for the {table} gate")
+    expectations = [
+        ExpectationResult(
+            name=c.name,
+            expectation_type=_TYPES[c.expectation],
+            columns=c.columns,
+            success=int(counts[f"c{i}"]) == 0,
+            unexpected_count=int(counts[f"c{i}"]),
+        )
+        for i, c in enumerate(checks)
+    ]
+    failed_names = tuple(e.name for e in expectations if not e.success)
+    row = QualityResultRow(
+        table_name=table,
+        batch_id=batch_id,
+        suite=f"{table}_suite",
+        success=not failed_names,
+        evaluated_rows=int(counts["rows"]),
+        failed_rows=int(counts["failed"]),
+        expectations=tuple(expectations),
+        failed_expectations=failed_names,
+        validated_at=now,
+        seconds=time.monotonic() - started,
+    )
+    failed = annotated.where(F.size(FAILED) > 0)
+    passing = annotated.where(F.size(FAILED) == 0) if settings.quarantine_failed_rows else annotated
+    return Gated(passing.drop(FAILED), failed, row, annotated)
