@@ -30,7 +30,6 @@ names of the checks they broke.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,11 +38,11 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampNTZType, TimestampType
 
-from offsetscope.clock import Clock, SystemClock
+from offsetscope.clock import Clock
 from offsetscope.config import QualityConfig
 from offsetscope.quality import suites
 from offsetscope.quality.model import ExpectationResult, QualityResultRow
-from offsetscope.quality.validate import FAILED, bounds, in_micros, key_scope
+from offsetscope.quality.validate import FAILED, in_micros, result_row, start
 
 _TYPES = {
     "ExpectColumnValuesToNotBeNull": "expect_column_values_to_not_be_null",
@@ -150,11 +149,7 @@ def validate_frame(
     Raises:
         KeyError: ``table`` has no suite.
     """
-    settings = settings or QualityConfig()
-    clock = clock or SystemClock()
-    started = time.monotonic()
-    now = clock.now_ms()
-    checks = suites.checks_for(table, *bounds(settings, now), within=key_scope(df.columns))
+    settings, started, now, checks = start(table, df.columns, settings, clock)
     annotated = annotate(df, checks).persist()
     counts = annotated.agg(
         F.count(F.lit(1)).alias("rows"),
@@ -176,18 +171,8 @@ def validate_frame(
         )
         for i, c in enumerate(checks)
     ]
-    failed_names = tuple(e.name for e in expectations if not e.success)
-    row = QualityResultRow(
-        table_name=table,
-        batch_id=batch_id,
-        suite=f"{table}_suite",
-        success=not failed_names,
-        evaluated_rows=int(counts["rows"]),
-        failed_rows=int(counts["failed"]),
-        expectations=tuple(expectations),
-        failed_expectations=failed_names,
-        validated_at=now,
-        seconds=time.monotonic() - started,
+    row = result_row(
+        table, batch_id, int(counts["rows"]), int(counts["failed"]), expectations, now, started
     )
     failed = annotated.where(F.size(FAILED) > 0)
     passing = annotated.where(F.size(FAILED) == 0) if settings.quarantine_failed_rows else annotated

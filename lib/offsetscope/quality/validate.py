@@ -223,6 +223,18 @@ def key_scope(columns: Sequence[str]) -> tuple[str, ...]:
     return (clusters.COLUMN,) if clusters.COLUMN in columns else ()
 
 
+def start(
+    table: str, columns: Sequence[str], settings: QualityConfig | None, clock: Clock | None
+) -> tuple[QualityConfig, float, int, tuple[suites.Check, ...]]:
+    """What a validation of ``table``'s rows (with ``columns``) starts from: the settings (the
+    defaults if none), when it started (monotonic), its time (``validated_at``, epoch ms) and
+    the suite's checks at that time."""
+    settings = settings or QualityConfig()
+    now = (clock or SystemClock()).now_ms()
+    checks = suites.checks_for(table, *bounds(settings, now), within=key_scope(columns))
+    return settings, time.monotonic(), now, checks
+
+
 def validate(
     df: DataFrame,
     table: str,
@@ -252,16 +264,12 @@ def validate(
     Raises:
         KeyError: ``table`` has no suite.
     """
-    settings = settings or QualityConfig()
-    clock = clock or SystemClock()
-    started = time.monotonic()
-    now = clock.now_ms()
-    checks = suites.checks_for(table, *bounds(settings, now), within=key_scope(df.columns))
+    settings, started, now, checks = start(table, df.columns, settings, clock)
     limit = settings.pandas_max_rows if pandas_max_rows is None else pandas_max_rows
     result, rows = _run_suite(df, table, checks, limit)
     failing, expectations = _outcome(result, checks)
     good, failed = _split(df, failing, quarantine=settings.quarantine_failed_rows)
-    row = _result_row(table, batch_id, rows, _count_rows(df, failing), expectations, now, started)
+    row = result_row(table, batch_id, rows, _count_rows(df, failing), expectations, now, started)
     return good, failed, row
 
 
@@ -281,11 +289,7 @@ def validate_table(
         ``good`` (the rows no expectation named; all rows when ``quarantine_failed_rows`` is
         off), ``failed`` (the named rows plus ``failed_expectations``) and the results row.
     """
-    settings = settings or QualityConfig()
-    clock = clock or SystemClock()
-    started = time.monotonic()
-    now = clock.now_ms()
-    checks = suites.checks_for(table, *bounds(settings, now), within=key_scope(rows.schema.names))
+    settings, started, now, checks = start(table, rows.schema.names, settings, clock)
     timestamps = {f.name for f in rows.schema if pa.types.is_timestamp(f.type)}
     columns = {
         c: _micros_array(rows.column(c)) if c in timestamps else rows.column(c)
@@ -301,7 +305,7 @@ def validate_table(
         FAILED, pa.array([sorted(failing[i]) for i in order], pa.list_(pa.string()))
     )
     good = rows.filter(pa.array(~named)) if settings.quarantine_failed_rows else rows
-    row = _result_row(table, batch_id, rows.num_rows, len(failing), expectations, now, started)
+    row = result_row(table, batch_id, rows.num_rows, len(failing), expectations, now, started)
     return good, failed, row
 
 
@@ -337,7 +341,7 @@ def _outcome(
     return failing, expectations
 
 
-def _result_row(
+def result_row(
     table: str,
     batch_id: int,
     rows: int,
@@ -346,6 +350,7 @@ def _result_row(
     now: int,
     started: float,
 ) -> QualityResultRow:
+    """The ``quality_results`` row of a validation that began at ``started`` (monotonic)."""
     failed_names = tuple(e.name for e in expectations if not e.success)
     return QualityResultRow(
         table_name=table,
