@@ -164,3 +164,20 @@ def test_every_check_of_every_suite_compiles() -> None:
     bogus = suites.Check("x", "ExpectColumnValuesToMatchRegex", (("column", "a"),), ("a",))
     with pytest.raises(expressions.UnsupportedCheckError, match="no compiled form"):
         expressions.broken(bogus)
+
+
+def test_the_window_runs_only_when_a_key_repeats(spark: SparkSession) -> None:
+    clean = writes.rows_frame(spark, "group_generations", CLEAN, cluster="default")
+    doubled = writes.rows_frame(
+        spark, "group_generations", [*CLEAN, *DUPLICATES], cluster="default"
+    )
+    checks = suites.checks_for("group_generations", *bounds(QualityConfig(), NOW.now_ms()))
+    unique = next(c for c in checks if c.name.startswith("unique:"))
+
+    assert not expressions.repeats(clean, unique)
+    assert expressions.repeats(doubled, unique)
+    # without repeats the check is a constant; with them, the window names both copies
+    plan = expressions.annotate(clean, [unique])._jdf.queryExecution().optimizedPlan().toString()
+    assert "Window" not in plan
+    named = expressions.annotate(doubled, [unique]).where(F.size(FAILED) > 0)
+    assert sorted(r["group_id"] for r in named.collect()) == ["k", "k"]

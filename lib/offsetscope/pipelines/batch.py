@@ -4,7 +4,7 @@ Per micro-batch (``foreachBatch``, with ``batch_df.sparkSession``)::
 
     source rows ─persist─┬─> raw_records (bronze, idempotent append)
                          └─> decode once (mapInArrow) ─persist─┬─> silver appends, quarantine
-                                                               ├─> plain commits (Spark SQL, Arrow)
+                                                               ├─> plain commits (Spark SQL)
                                                                │    -> offset_commits append, summary
                                                                └─> light events
                                                                    -> fold step (history.batch)
@@ -18,8 +18,10 @@ Per micro-batch (``foreachBatch``, with ``batch_df.sparkSession``)::
   (``resolved_by = non_transactional``; with the Kafka source and ``read_committed`` every commit
   that arrives is committed: ``read_committed_source``). Their rows are final and their key
   (record partition and offset) is new by construction, so they are appended idempotently: a
-  MERGE would add a scan of the day's partition to every batch. They reach the driver once, as
-  Arrow columns, for the group fold's summary (:mod:`offsetscope.history.commits`) and the append.
+  MERGE would add a scan of the day's partition to every batch. They never reach the driver:
+  they are gated and appended from the executors, and the group fold's summary
+  (:mod:`offsetscope.history.commits`) is made of the few commits each partition, then each
+  group, can contribute (:func:`offsetscope.pipelines.frames.commit_candidates`).
 * **The fold step** (:mod:`offsetscope.history.batch`, the same composition the tests run) folds
   the light events with the summary: transactional commits and markers per ``__consumer_offsets``
   partition (segment sources only), every group id with its chosen commits, every transactional

@@ -14,9 +14,10 @@ records) are checked in the executors by the same suite compiled to column expre
 (:func:`offsetscope.quality.expressions.validate_frame`), and only counts reach the driver.
 Either way the results row is kept, failing rows go to ``quality_quarantine`` (``[quality]
 quarantine_failed_rows``) and the rest is what gets written. Gates of different tables run in
-their tables' threads; great-expectations' own step runs one at a time. The results of all the batch's gates are recorded in one append as
-soon as the last gate has passed, while the slower writes finish, and before :meth:`run`
-returns: whoever saves the batch's fold state afterwards knows its results are in.
+their tables' threads; great-expectations' own step runs one at a time. The results of all
+the batch's gates are recorded in one append as soon as the last gate has passed, while the
+slower writes finish, and before :meth:`run` returns: whoever saves the batch's fold state
+afterwards knows its results are in.
 
 **Exactly once.** Appends carry ``txnAppId``/``txnVersion``, MERGEs the matching session confs
 (:mod:`offsetscope.spark.writes`); a replayed batch id writes nothing twice. MERGEs that run at

@@ -6,6 +6,9 @@ of every micro-batch can afford neither once batches are large, so the suites' c
 (:mod:`offsetscope.quality.suites`, all row-level) are compiled here into one boolean column
 per check -- true where the row breaks it -- and the batch is annotated, split and counted in
 the executors: one aggregation returns the counts, and nothing per row reaches the driver.
+A uniqueness check names its rows with a window over the batch, which sorts it; a hash
+aggregation first (:func:`repeats`) finds whether any key repeats at all, and the window runs
+only when one does -- a batch whose keys are unique by construction skips the sort.
 
 The semantics are great-expectations' own for the six expectation types the suites use, which
 the tests hold to great-expectations on the same rows:
@@ -54,12 +57,23 @@ _TYPES = {
 }
 
 
+_UNIQUE = ("ExpectColumnValuesToBeUnique", "ExpectCompoundColumnsToBeUnique")
+
+
 class UnsupportedCheckError(ValueError):
     """A check whose expectation type has no compiled form (add it here before using it)."""
 
 
-def broken(check: suites.Check, timestamps: frozenset[str] = frozenset()) -> Column:
+def broken(
+    check: suites.Check,
+    timestamps: frozenset[str] = frozenset(),
+    *,
+    repeats: bool = True,
+) -> Column:
     """A boolean column: true where a row breaks ``check``, false otherwise (never null).
+
+    ``repeats=False`` says that no value of a uniqueness check's columns appears twice in the
+    batch (:func:`repeats`): its column is then false without the window over the batch.
 
     ``timestamps`` are the timestamp columns among the check's: compared as epoch microseconds
     with the check's bounds likewise (:func:`offsetscope.quality.validate.in_micros`), as the
@@ -78,6 +92,8 @@ def broken(check: suites.Check, timestamps: frozenset[str] = frozenset()) -> Col
     kind = check.expectation
     if kind == "ExpectColumnValuesToNotBeNull":
         return _col(kw["column"]).isNull()
+    if kind in _UNIQUE and not repeats:
+        return F.lit(False)
     if kind == "ExpectColumnValuesToBeUnique":
         c = _col(kw["column"])
         return c.isNotNull() & (F.count(F.lit(1)).over(Window.partitionBy(c)) > 1)
@@ -105,13 +121,32 @@ def broken(check: suites.Check, timestamps: frozenset[str] = frozenset()) -> Col
     raise UnsupportedCheckError(f"{check.name}: {kind} has no compiled form")
 
 
+def repeats(df: DataFrame, check: suites.Check) -> bool:
+    """Whether some value of a uniqueness check's columns appears more than once in ``df``.
+
+    One hash aggregation (partial counts in each task, no sort), and a Spark job: cheaper
+    than the window the check needs to name the rows, which sorts the whole batch and which
+    the usual batch -- whose keys are unique by construction -- does not need.
+    """
+    cols = [F.col(f"`{c}`") for c in check.columns]
+    return not df.groupBy(*cols).count().where(F.col("count") > 1).isEmpty()
+
+
 def annotate(df: DataFrame, checks: Sequence[suites.Check]) -> DataFrame:
     """``df`` plus ``failed_expectations``: the names of the checks each row breaks (empty
     for a row that passes), in the suite's order."""
     timestamps = frozenset(
         f.name for f in df.schema.fields if isinstance(f.dataType, TimestampType | TimestampNTZType)
     )
-    names = F.array(*[F.when(broken(c, timestamps), F.lit(c.name)) for c in checks])
+    names = F.array(
+        *[
+            F.when(
+                broken(c, timestamps, repeats=c.expectation not in _UNIQUE or repeats(df, c)),
+                F.lit(c.name),
+            )
+            for c in checks
+        ]
+    )
     return df.withColumn(FAILED, F.filter(names, lambda n: n.isNotNull()))
 
 
