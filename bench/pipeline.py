@@ -61,6 +61,11 @@ SCALING_GROUPS = 1_000
 SCALING_DURATION_S = 300
 SCALING_HISTORY = 0.09
 SCALING_BATCH = 5 / SCALING_DURATION_S
+# small_batch_s: consecutive slices of this fraction of every partition of the throughput input
+# (about 1,000 records each), after a history of the first SMALL_HISTORY of it.
+SMALL_FRACTION = 0.001
+SMALL_HISTORY = 0.5
+SMALL_BATCHES = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,6 +368,7 @@ def run(runs: int = 3, scale: float = 1.0) -> list[Metric]:
     scaling_input = Input(max(10, int(SCALING_GROUPS * scale)), SCALING_DURATION_S)
     scaling_input.generate()
     metrics.extend(history_scaling(scaling_input, runs))
+    metrics.extend(small_batch(source, runs))
     return metrics
 
 
@@ -535,6 +541,87 @@ def scaling_worker(spec: dict[str, Any]) -> dict[str, Any]:
     return results
 
 
+def small_worker(spec: dict[str, Any]) -> dict[str, Any]:
+    """Warm micro-batches of about 1,000 records, the steady state of a live cluster: a first
+    batch stores the first ``history_fraction`` of every partition, then ``batches``
+    consecutive slices of ``batch_fraction`` each are ingested one by one, as the streaming
+    query's ``foreachBatch`` function calls them. A warm-up pipeline ingests the first slice
+    into a throwaway schema first, so no measured batch pays the process's first costs."""
+    from offsetscope.pipelines import ingest
+    from offsetscope.spark.tables import ensure_tables
+
+    out, cfg, spark = worker_session(spec, "offsetscope_bench_small", "offsetscope-bench-small")
+    try:
+        cut = slicer(spark, cfg, Path(spec["log_dir"]), out)
+        history_fraction = float(spec["history_fraction"])
+        fraction = float(spec["batch_fraction"])
+        count = int(spec["batches"])
+        slices = [
+            cut(history_fraction + i * fraction, history_fraction + (i + 1) * fraction, f"s{i}")
+            for i in range(count)
+        ]
+        history = cut(0.0, history_fraction, "history")
+        warm_up(spark, spec, out, slices[0])
+        ensure_tables(spark, cfg)
+        pipe = ingest.IngestPipeline(cfg, source_kind="segments", log_dir=spec["log_dir"])
+        pipe.process_batch(history, 0)
+        for i, batch in enumerate(slices, start=1):
+            pipe.process_batch(batch, i)
+            r = pipe.reports[-1]
+            print(f"small batch {i}: {r.rows_in} records in {r.seconds:.2f} s", file=sys.stderr)
+        stored, *measured = pipe.reports
+    finally:
+        spark.stop()
+    return {
+        "history_records": stored.rows_in,
+        "batches": [
+            {
+                "rows_in": r.rows_in,
+                "seconds": round(r.seconds, 3),
+                "phases": {k: round(v, 3) for k, v in sorted(r.phases.items())},
+                "written": dict(r.rows_written),
+            }
+            for r in measured
+        ],
+    }
+
+
+def small_batch(source: Input, runs: int) -> list[Metric]:
+    """``small_batch_s``: the median warm batch of :func:`small_worker`, over ``runs`` runs."""
+    seconds: list[float] = []
+    last: dict[str, Any] = {}
+    for i in range(runs):
+        last = run_worker(
+            "--small",
+            {
+                "log_dir": str(source.log_dir),
+                "batch_fraction": SMALL_FRACTION,
+                "history_fraction": SMALL_HISTORY,
+                "batches": SMALL_BATCHES,
+            },
+            f"small-{i}",
+        )
+        times = [b["seconds"] for b in last["batches"]]
+        seconds.extend(times)
+        print(f"  small-batch run {i}: {times} s", flush=True)
+    rows = [b["rows_in"] for b in last["batches"]]
+    return [
+        Metric(
+            "small_batch_s",
+            "s",
+            seconds,
+            f"{SMALL_BATCHES} consecutive micro-batches of {min(rows):,}-{max(rows):,} records "
+            f"({SMALL_FRACTION:.1%} of every partition of `simulate scale` {source.groups:,} "
+            f"groups x {PARTITIONS} partitions, {source.duration_s} s) after "
+            f"{last['history_records']:,} stored records",
+            "each batch end to end (read, decode, every table, gates, lag, fold state, audit) "
+            "as the query's foreachBatch runs it, local[2], after a warm-up batch; median of "
+            "every batch of every run",
+            extra={"profile": last["batches"], "peak_rss_mib": last.get("peak_rss_mib", {})},
+        )
+    ]
+
+
 def history_scaling(source: Input, runs: int) -> list[Metric]:
     """The same micro-batch after 10x vs 1x stored history (``scaling_worker``)."""
     fraction = SCALING_BATCH
@@ -578,7 +665,12 @@ def scaling_metric(
 
 
 if __name__ == "__main__":
-    jobs = {"--worker": worker, "--scaling": scaling_worker, "--floor": floor_worker}
+    jobs = {
+        "--worker": worker,
+        "--scaling": scaling_worker,
+        "--floor": floor_worker,
+        "--small": small_worker,
+    }
     if len(sys.argv) == 4 and sys.argv[1] in jobs:
         job = jobs[sys.argv[1]]
         outcome = job(json.loads(sys.argv[2]))
