@@ -64,7 +64,7 @@ SCALING_BATCH = 5 / SCALING_DURATION_S
 # small_batch_s: consecutive slices of this fraction of every partition of the throughput input
 # (about 1,000 records each), after a history of the first SMALL_HISTORY of it.
 SMALL_FRACTION = 0.001
-SMALL_HISTORY = 0.5
+SMALL_HISTORY = 0.2
 SMALL_BATCHES = 8
 
 
@@ -368,7 +368,6 @@ def run(runs: int = 3, scale: float = 1.0) -> list[Metric]:
     scaling_input = Input(max(10, int(SCALING_GROUPS * scale)), SCALING_DURATION_S)
     scaling_input.generate()
     metrics.extend(history_scaling(scaling_input, runs))
-    metrics.extend(small_batch(source, runs))
     return metrics
 
 
@@ -546,8 +545,14 @@ def small_worker(spec: dict[str, Any]) -> dict[str, Any]:
     batch stores the first ``history_fraction`` of every partition, then ``batches``
     consecutive slices of ``batch_fraction`` each are ingested one by one, as the streaming
     query's ``foreachBatch`` function calls them. A warm-up pipeline ingests the first slice
-    into a throwaway schema first, so no measured batch pays the process's first costs."""
-    from offsetscope.pipelines import ingest
+    into a throwaway schema first, so no measured batch pays the process's first costs.
+
+    Each slice is also appended alone to the ``raw_records`` table of a schema of its own,
+    right after its pipeline batch (the floor: one Delta commit of the same rows, as
+    :func:`floor_worker` makes per batch)."""
+    from offsetscope.clock import SystemClock
+    from offsetscope.pipelines import frames, ingest
+    from offsetscope.spark import writes
     from offsetscope.spark.tables import ensure_tables
 
     out, cfg, spark = worker_session(spec, "offsetscope_bench_small", "offsetscope-bench-small")
@@ -555,20 +560,38 @@ def small_worker(spec: dict[str, Any]) -> dict[str, Any]:
         cut = slicer(spark, cfg, Path(spec["log_dir"]), out)
         history_fraction = float(spec["history_fraction"])
         fraction = float(spec["batch_fraction"])
-        count = int(spec["batches"])
         slices = [
             cut(history_fraction + i * fraction, history_fraction + (i + 1) * fraction, f"s{i}")
-            for i in range(count)
+            for i in range(int(spec["batches"]))
         ]
         history = cut(0.0, history_fraction, "history")
         warm_up(spark, spec, out, slices[0])
         ensure_tables(spark, cfg)
+        floor_cfg = _bench_config(spec, out, "offsetscope_bench_small_floor")
+        ensure_tables(spark, floor_cfg, ("raw_records",))
+        wall = SystemClock()
+
+        def floor_append(batch: Any, batch_id: int) -> float:
+            began = time.perf_counter()
+            raw = batch.coalesce(cfg.spark.shuffle_partitions)
+            frame = frames.bronze_frame(raw, batch_id, wall.now_ms(), cfg.sources.cluster)
+            writes.append(frame, floor_cfg, "raw_records", query_name="floor", batch_id=batch_id)
+            return time.perf_counter() - began
+
         pipe = ingest.IngestPipeline(cfg, source_kind="segments", log_dir=spec["log_dir"])
         pipe.process_batch(history, 0)
+        floor_append(history, 0)
+        floors = []
         for i, batch in enumerate(slices, start=1):
             pipe.process_batch(batch, i)
+            floors.append(floor_append(batch, i))
             r = pipe.reports[-1]
-            print(f"small batch {i}: {r.rows_in} records in {r.seconds:.2f} s", file=sys.stderr)
+            print(
+                f"small batch {i}: {r.rows_in} records in {r.seconds:.2f} s "
+                f"(floor {floors[-1]:.2f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
         stored, *measured = pipe.reports
     finally:
         spark.stop()
@@ -578,47 +601,73 @@ def small_worker(spec: dict[str, Any]) -> dict[str, Any]:
             {
                 "rows_in": r.rows_in,
                 "seconds": round(r.seconds, 3),
+                "floor_seconds": round(floor, 3),
                 "phases": {k: round(v, 3) for k, v in sorted(r.phases.items())},
                 "written": dict(r.rows_written),
             }
-            for r in measured
+            for r, floor in zip(measured, floors, strict=True)
         ],
     }
 
 
-def small_batch(source: Input, runs: int) -> list[Metric]:
-    """``small_batch_s``: the median warm batch of :func:`small_worker`, over ``runs`` runs."""
-    seconds: list[float] = []
-    last: dict[str, Any] = {}
+def small_batch(runs: int = 3, scale: float = 1.0) -> list[Metric]:
+    """``small_batch_s`` and its floor, from ``runs`` :func:`small_worker` runs over the
+    throughput input (:func:`small_metrics`)."""
+    source = Input(max(10, int(GROUPS * scale)), DURATION_S)
+    source.generate()
+    results = []
     for i in range(runs):
-        last = run_worker(
-            "--small",
-            {
-                "log_dir": str(source.log_dir),
-                "batch_fraction": SMALL_FRACTION,
-                "history_fraction": SMALL_HISTORY,
-                "batches": SMALL_BATCHES,
-            },
-            f"small-{i}",
-        )
-        times = [b["seconds"] for b in last["batches"]]
-        seconds.extend(times)
-        print(f"  small-batch run {i}: {times} s", flush=True)
-    rows = [b["rows_in"] for b in last["batches"]]
+        spec = {
+            "log_dir": str(source.log_dir),
+            "batch_fraction": SMALL_FRACTION,
+            "history_fraction": SMALL_HISTORY,
+            "batches": SMALL_BATCHES,
+        }
+        results.append(run_worker("--small", spec, f"small-{i}"))
+        print(f"  small-batch run {i}: {[b['seconds'] for b in results[-1]['batches']]} s")
+    return small_metrics(results, source)
+
+
+def small_metrics(results: list[dict[str, Any]], source: Input) -> list[Metric]:
+    """The small-batch figures of :func:`small_worker` results: every warm batch of every run
+    is a sample, and each batch's ratio to its own floor."""
+    batches = [b for r in results for b in r["batches"]]
+    seconds = [b["seconds"] for b in batches]
+    floors = [b["floor_seconds"] for b in batches]
+    last = results[-1]
+    rows = [b["rows_in"] for b in batches]
+    described = (
+        f"{len(last['batches'])} consecutive micro-batches of {min(rows):,}-{max(rows):,} records "
+        f"({SMALL_FRACTION:.1%} of every partition of `simulate scale` {source.groups:,} groups "
+        f"x {PARTITIONS} partitions, {source.duration_s} s) after {last['history_records']:,} "
+        f"stored records; {len(results)} run(s)"
+    )
     return [
         Metric(
             "small_batch_s",
             "s",
             seconds,
-            f"{SMALL_BATCHES} consecutive micro-batches of {min(rows):,}-{max(rows):,} records "
-            f"({SMALL_FRACTION:.1%} of every partition of `simulate scale` {source.groups:,} "
-            f"groups x {PARTITIONS} partitions, {source.duration_s} s) after "
-            f"{last['history_records']:,} stored records",
+            described,
             "each batch end to end (read, decode, every table, gates, lag, fold state, audit) "
             "as the query's foreachBatch runs it, local[2], after a warm-up batch; median of "
             "every batch of every run",
             extra={"profile": last["batches"], "peak_rss_mib": last.get("peak_rss_mib", {})},
-        )
+        ),
+        Metric(
+            "small_batch_floor_s",
+            "s",
+            floors,
+            described,
+            "the same batch appended alone to raw_records (one Delta commit), right after the "
+            "pipeline's batch in the same session",
+        ),
+        Metric(
+            "small_batch_vs_floor_ratio",
+            "x",
+            [s / f for s, f in zip(seconds, floors, strict=True)],
+            described,
+            "each batch's small_batch_s over its own floor",
+        ),
     ]
 
 

@@ -27,6 +27,7 @@ BENCHMARKS: dict[str, str] = {
     "decode": "bench.decode",
     "framing": "bench.framing",
     "pipeline": "bench.pipeline",
+    "small_batch": "bench.small_batch",
     "groups": "bench.groups",
     "pipeline_broker": "bench.pipeline_broker",
     "burrow": "bench.burrow",
@@ -46,6 +47,8 @@ TARGETS: dict[str, str] = {
     "burrow_input_floor_records_per_s": "none: the ceiling on Burrow's input",
     "freshness_p99_s": "<= 2 trigger intervals (20 s)",
     "freshness_trigger_30s_p99_s": "<= 2 trigger intervals (60 s)",
+    "small_batch_s": "<= 3 s on local[2]",
+    "small_batch_floor_s": "none: one Delta commit of the same batch",
 }
 
 # "What limits it", per figure, from the profiles of the last full-size run (per-phase times in

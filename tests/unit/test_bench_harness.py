@@ -201,6 +201,32 @@ def test_groups_scaling_figures_from_a_worker_result() -> None:
     assert "19,688 records" in by_name["groups_scaling_ratio"].input
 
 
+def test_small_batch_figures_take_every_batch_and_its_own_floor() -> None:
+    from bench.pipeline import Input, small_metrics
+
+    def batch(rows: int, seconds: float, floor: float) -> dict[str, object]:
+        return {"rows_in": rows, "seconds": seconds, "floor_seconds": floor, "phases": {}}
+
+    results = [
+        {"history_records": 204_000, "batches": [batch(1_004, 12.0, 2.0), batch(1_050, 9.0, 3.0)]},
+        {
+            "history_records": 204_000,
+            "batches": [batch(1_008, 6.0, 1.0)],
+            "peak_rss_mib": {"python_driver": 700.0},
+        },
+    ]
+    by_name = {m.name: m for m in small_metrics(results, Input(10_000, 30))}
+    assert by_name["small_batch_s"].samples == [12.0, 9.0, 6.0]
+    assert by_name["small_batch_s"].median == 9.0
+    assert by_name["small_batch_floor_s"].median == 2.0
+    # Each batch over its own floor, not the medians' ratio (4.5).
+    assert by_name["small_batch_vs_floor_ratio"].samples == [6.0, 3.0, 6.0]
+    assert by_name["small_batch_vs_floor_ratio"].median == 6.0
+    assert "1,004-1,050 records" in by_name["small_batch_s"].input
+    assert "204,000 stored records; 2 run(s)" in by_name["small_batch_s"].input
+    assert by_name["small_batch_s"].extra["peak_rss_mib"] == {"python_driver": 700.0}
+
+
 def test_maintain_figures_are_per_million_records_before_and_after() -> None:
     from bench.maintain import TABLES, metrics
 

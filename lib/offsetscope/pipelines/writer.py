@@ -233,7 +233,10 @@ class BatchWriter:
                 future.result()
         return written
 
-    def _session_for(self, spark: SparkSession, logical: str) -> SparkSession:
+    def session_for(self, spark: SparkSession, logical: str) -> SparkSession:
+        """A session of ``spark``'s context kept for ``logical``'s writes: a write that runs
+        beside others and marks its idempotency with session confs (a MERGE) must not share
+        them."""
         with self._sessions_lock:
             session = self._sessions.get(logical)
             if session is None:
@@ -253,7 +256,7 @@ class BatchWriter:
         """One table's writes of the batch, in order, each behind its quality gate."""
         written = 0
         for task in tasks:
-            session = self._session_for(spark, task.logical) if task.merge else spark
+            session = self.session_for(spark, task.logical) if task.merge else spark
             gated = self._validates(task.logical)
             checked: expressions.Gated | None = None
             if isinstance(task.source, DataFrame):
@@ -269,27 +272,30 @@ class BatchWriter:
                     rows = self._gate(spark, batch_id, rows, task.logical, results, timings)
                     gate_passed()
                 frame = writes.table_frame(session, task.logical, rows)
-            with timings.timed(f"{'merge' if task.merge else 'write'} {task.logical}"):
-                if task.merge:
-                    written += writes.merge(
-                        frame,
-                        self.cfg,
-                        task.logical,
-                        query_name=self.query_name,
-                        batch_id=batch_id,
-                        prune=task.prune,
-                    )
-                else:
-                    writes.append(
-                        frame,
-                        self.cfg,
-                        task.logical,
-                        query_name=self.query_name,
-                        batch_id=batch_id,
-                    )
-                    written += task.rows
-            if checked is not None:
-                checked.release()
+            try:
+                with timings.timed(f"{'merge' if task.merge else 'write'} {task.logical}"):
+                    if task.merge:
+                        written += writes.merge(
+                            frame,
+                            self.cfg,
+                            task.logical,
+                            query_name=self.query_name,
+                            batch_id=batch_id,
+                            prune=task.prune,
+                        )
+                    else:
+                        writes.append(
+                            frame,
+                            self.cfg,
+                            task.logical,
+                            query_name=self.query_name,
+                            batch_id=batch_id,
+                        )
+                        written += task.rows
+            finally:
+                # The gate's cached annotation, also when the write failed.
+                if checked is not None:
+                    checked.release()
         return tasks[0].logical, written
 
     def _validates(self, logical: str) -> bool:
@@ -336,7 +342,7 @@ class BatchWriter:
     ) -> None:
         """Make sure the quality tables exist; append ``failed`` (built in the quality session)
         to ``quality_quarantine`` when the gate failed rows."""
-        session = self._session_for(spark, "quality")
+        session = self.session_for(spark, "quality")
         # The session's confs are shared: one quarantine append at a time.
         with self._quality_lock:
             if not self._quality_tables_ready:
@@ -360,7 +366,7 @@ class BatchWriter:
         # skipped by its idempotency marker).
         with timings.timed("quality results"):
             quality.record_results(
-                self._session_for(spark, "quality"),
+                self.session_for(spark, "quality"),
                 self.cfg,
                 results,
                 app_id=writes.app_id(self.query_name, "quality_results", "append"),

@@ -39,13 +39,12 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import TimestampNTZType, TimestampType
 
 from offsetscope.clock import Clock
 from offsetscope.config import QualityConfig
 from offsetscope.quality import suites
 from offsetscope.quality.model import ExpectationResult, QualityResultRow
-from offsetscope.quality.validate import FAILED, in_micros, result_row, start
+from offsetscope.quality.validate import FAILED, in_micros, result_row, start, timestamp_columns
 
 _TYPES = {
     "ExpectColumnValuesToNotBeNull": "expect_column_values_to_not_be_null",
@@ -88,7 +87,7 @@ def broken(
         c = F.col(f"`{name}`")
         return F.unix_micros(c) if name in timestamps else c
 
-    kw: dict[str, Any] = dict(in_micros(check, set(timestamps)).kwargs)
+    kw: dict[str, Any] = dict(in_micros(check, timestamps).kwargs)
     kind = check.expectation
     if kind == "ExpectColumnValuesToNotBeNull":
         return _col(kw["column"]).isNull()
@@ -135,9 +134,7 @@ def repeats(df: DataFrame, check: suites.Check) -> bool:
 def annotate(df: DataFrame, checks: Sequence[suites.Check]) -> DataFrame:
     """``df`` plus ``failed_expectations``: the names of the checks each row breaks (empty
     for a row that passes), in the suite's order."""
-    timestamps = frozenset(
-        f.name for f in df.schema.fields if isinstance(f.dataType, TimestampType | TimestampNTZType)
-    )
+    timestamps = timestamp_columns(df.schema)
     names = F.array(
         *[
             F.when(

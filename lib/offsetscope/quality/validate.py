@@ -41,7 +41,7 @@ import datetime as dt
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -160,6 +160,13 @@ def _suite_columns(checks: Sequence[suites.Check]) -> list[str]:
     return sorted({c for check in checks for c in check.columns})
 
 
+def timestamp_columns(schema: StructType) -> frozenset[str]:
+    """The timestamp columns of ``schema``: checked as epoch microseconds (:func:`in_micros`)."""
+    return frozenset(
+        f.name for f in schema.fields if isinstance(f.dataType, TimestampType | TimestampNTZType)
+    )
+
+
 def _run_suite(
     df: DataFrame, table: str, checks: tuple[suites.Check, ...], pandas_max_rows: int
 ) -> tuple[Any, int]:
@@ -168,9 +175,7 @@ def _run_suite(
     # datetime64[ns] (years 1677-2262) and great-expectations' Spark engine turns unexpected
     # values into Python datetimes (years 1-9999 in UTC only), so a corrupt record's timestamp
     # -- what the plausibility check is for -- failed the conversion instead of the check.
-    timestamps = {
-        f.name for f in df.schema.fields if isinstance(f.dataType, TimestampType | TimestampNTZType)
-    }
+    timestamps = timestamp_columns(df.schema)
     frame = ids.select(
         *[
             F.unix_micros(F.col(f"`{c}`")).alias(c) if c in timestamps else F.col(f"`{c}`")
@@ -191,7 +196,7 @@ def _run_suite(
 
 
 def _evaluate(
-    engine: str, batch: Any, table: str, checks: Sequence[suites.Check], timestamps: set[str]
+    engine: str, batch: Any, table: str, checks: Sequence[suites.Check], timestamps: Collection[str]
 ) -> Any:
     """great-expectations' own step, one call at a time: the suite on a pandas or Spark frame
     of the checked columns (timestamps as epoch microseconds) plus ``_row``."""
@@ -202,9 +207,9 @@ def _evaluate(
         return gx_batch.validate(suite, result_format=_RESULT_FORMAT)
 
 
-def in_micros(check: suites.Check, timestamps: set[str]) -> suites.Check:
+def in_micros(check: suites.Check, timestamps: Collection[str]) -> suites.Check:
     """``check`` with datetime bounds on a timestamp column as epoch microseconds."""
-    if not timestamps.intersection(check.columns):
+    if not any(c in timestamps for c in check.columns):
         return check
     kwargs = tuple((k, _micros(v) if isinstance(v, dt.datetime) else v) for k, v in check.kwargs)
     return dataclasses.replace(check, kwargs=kwargs)
