@@ -172,6 +172,16 @@ def test_freshness_is_also_measured_at_the_shipped_trigger() -> None:
     assert shipped_trigger_s() == 30
 
 
+def test_freshness_triggers_are_ten_five_and_the_shipped_one_each_once() -> None:
+    from bench.freshness import triggers
+
+    assert triggers() == [
+        (10, "freshness"),
+        (5, "freshness_trigger_5s"),
+        (30, "freshness_trigger_30s"),
+    ]
+
+
 def test_groups_scaling_figures_from_a_worker_result() -> None:
     from bench.groups import metrics
     from bench.pipeline import Input
