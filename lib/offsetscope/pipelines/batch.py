@@ -29,10 +29,8 @@ Per micro-batch (``foreachBatch``, with ``batch_df.sparkSession``)::
   costs what its records cost, whatever the history.
 * **Writes** (:mod:`offsetscope.pipelines.writer`): queued while the batch is worked out, then
   run table by table in parallel, each gold table behind its quality gate. The fold state is
-  saved after all of them, so a batch that failed half-way is folded again from the same state
-  and yields the same rows; every write is idempotent. The audit row is appended beside the
-  fold-state MERGE (its ``seconds`` and phases end with the table writes; the report the query
-  logs counts both).
+  saved after all of them and the audit row last, so a batch that failed half-way is folded
+  again from the same state and yields the same rows; every write is idempotent.
 * Infrastructure errors are never caught: they fail the batch and the query.
 """
 
@@ -43,7 +41,6 @@ import json
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -295,6 +292,17 @@ class IngestPipeline:
             shared.new_states.append(
                 lease.lease_row(self.cfg, self.query_name, batch_id, self.clock.now_ms())
             )
+            with shared.timings.timed("save state"):
+                st.save(
+                    spark,
+                    self.cfg,
+                    shared.new_states,
+                    query_name=self.query_name,
+                    batch_id=batch_id,
+                    now_ms=shared.started_ms,
+                )
+            for row in shared.new_states:
+                self._states[StateKey(row.cluster, row.fold, row.key)] = row
             report = BatchReport(
                 self.query_name,
                 batch_id,
@@ -307,29 +315,7 @@ class IngestPipeline:
                 time.monotonic() - started,
                 dict(shared.timings.seconds),
             )
-            # The audit row is appended beside the fold-state MERGE rather than after it: two
-            # Delta commits that wait for nothing of each other, one commit latency fewer per
-            # batch. Either may land first; a replay of the batch skips the one that landed
-            # (both carry the batch's idempotency marker), so which landed never matters.
-            with ThreadPoolExecutor(1) as audit_pool:
-                audited = audit_pool.submit(self._audit, shared, report, partitions)
-                with shared.timings.timed("save state"):
-                    st.save(
-                        spark,
-                        self.cfg,
-                        shared.new_states,
-                        query_name=self.query_name,
-                        batch_id=batch_id,
-                        now_ms=shared.started_ms,
-                    )
-                audited.result()
-            for row in shared.new_states:
-                self._states[StateKey(row.cluster, row.fold, row.key)] = row
-            report = dataclasses.replace(
-                report,
-                seconds=time.monotonic() - started,
-                phases=dict(shared.timings.seconds),
-            )
+            self._audit(shared, report, partitions)
         finally:
             for part in decoded:
                 part.unpersist()
@@ -676,11 +662,8 @@ class IngestPipeline:
             "keys_folded": sorted(report.keys_folded.items()),
             "event_time": report.event_time,
         }
-        # A session of its own: the fold-state MERGE beside it sets its idempotency marker in
-        # the batch session's confs.
-        session = self.writer.session_for(b.spark, "batch_audit")
         writes.append(
-            writes.records_frame(session, "batch_audit", [record]),
+            writes.records_frame(b.spark, "batch_audit", [record]),
             self.cfg,
             "batch_audit",
             query_name=self.query_name,

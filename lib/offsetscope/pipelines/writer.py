@@ -233,10 +233,7 @@ class BatchWriter:
                 future.result()
         return written
 
-    def session_for(self, spark: SparkSession, logical: str) -> SparkSession:
-        """A session of ``spark``'s context kept for ``logical``'s writes: a write that runs
-        beside others and marks its idempotency with session confs (a MERGE) must not share
-        them."""
+    def _session_for(self, spark: SparkSession, logical: str) -> SparkSession:
         with self._sessions_lock:
             session = self._sessions.get(logical)
             if session is None:
@@ -256,7 +253,7 @@ class BatchWriter:
         """One table's writes of the batch, in order, each behind its quality gate."""
         written = 0
         for task in tasks:
-            session = self.session_for(spark, task.logical) if task.merge else spark
+            session = self._session_for(spark, task.logical) if task.merge else spark
             gated = self._validates(task.logical)
             checked: expressions.Gated | None = None
             if isinstance(task.source, DataFrame):
@@ -342,7 +339,7 @@ class BatchWriter:
     ) -> None:
         """Make sure the quality tables exist; append ``failed`` (built in the quality session)
         to ``quality_quarantine`` when the gate failed rows."""
-        session = self.session_for(spark, "quality")
+        session = self._session_for(spark, "quality")
         # The session's confs are shared: one quarantine append at a time.
         with self._quality_lock:
             if not self._quality_tables_ready:
@@ -366,7 +363,7 @@ class BatchWriter:
         # skipped by its idempotency marker).
         with timings.timed("quality results"):
             quality.record_results(
-                self.session_for(spark, "quality"),
+                self._session_for(spark, "quality"),
                 self.cfg,
                 results,
                 app_id=writes.app_id(self.query_name, "quality_results", "append"),
