@@ -262,6 +262,17 @@ def timed_ingest(spark: Any, cfg: Any) -> dict[str, Any]:
     return {"records": sum(r["rows_in"] for r in reports), "seconds": seconds, "batches": reports}
 
 
+def floor_append(cfg: Any, batch: Any, batch_id: int, clock: Any) -> None:
+    """The floor's whole micro-batch: its rows appended to ``raw_records`` as read, in the
+    batch's shuffle partitions, under the batch's idempotency marker -- nothing else."""
+    from offsetscope.pipelines import frames
+    from offsetscope.spark import writes
+
+    raw = batch.coalesce(cfg.spark.shuffle_partitions)
+    frame = frames.bronze_frame(raw, batch_id, clock.now_ms(), cfg.sources.cluster)
+    writes.append(frame, cfg, "raw_records", query_name="floor", batch_id=batch_id)
+
+
 def floor_worker(spec: dict[str, Any]) -> dict[str, Any]:
     """The least a Spark + Delta ingest of ``spec['log_dir']`` costs on this machine: the same
     streaming query over the same segment source, each micro-batch appended to ``raw_records``
@@ -269,8 +280,7 @@ def floor_worker(spec: dict[str, Any]) -> dict[str, Any]:
     no fold, no quality gate, no audit. Timed like :func:`timed_ingest`, from the query's start
     to the end of its last batch, with the tables created beforehand."""
     from offsetscope.clock import SystemClock
-    from offsetscope.pipelines import frames
-    from offsetscope.spark import sources, writes
+    from offsetscope.spark import sources
     from offsetscope.spark.tables import ensure_tables, table_name
 
     out, cfg, spark = worker_session(spec, "offsetscope_floor", "offsetscope-bench-floor")
@@ -279,9 +289,7 @@ def floor_worker(spec: dict[str, Any]) -> dict[str, Any]:
         wall = SystemClock()
 
         def append(batch: Any, batch_id: int) -> None:
-            raw = batch.coalesce(cfg.spark.shuffle_partitions)
-            frame = frames.bronze_frame(raw, batch_id, wall.now_ms(), cfg.sources.cluster)
-            writes.append(frame, cfg, "raw_records", query_name="floor", batch_id=batch_id)
+            floor_append(cfg, batch, batch_id, wall)
 
         began = time.perf_counter()
         query = (
@@ -548,11 +556,10 @@ def small_worker(spec: dict[str, Any]) -> dict[str, Any]:
     into a throwaway schema first, so no measured batch pays the process's first costs.
 
     Each slice is also appended alone to the ``raw_records`` table of a schema of its own,
-    right after its pipeline batch (the floor: one Delta commit of the same rows, as
-    :func:`floor_worker` makes per batch)."""
+    right after its pipeline batch (the floor: one Delta commit of the same rows,
+    :func:`floor_append`, as :func:`floor_worker` makes per batch)."""
     from offsetscope.clock import SystemClock
-    from offsetscope.pipelines import frames, ingest
-    from offsetscope.spark import writes
+    from offsetscope.pipelines import ingest
     from offsetscope.spark.tables import ensure_tables
 
     out, cfg, spark = worker_session(spec, "offsetscope_bench_small", "offsetscope-bench-small")
@@ -571,20 +578,18 @@ def small_worker(spec: dict[str, Any]) -> dict[str, Any]:
         ensure_tables(spark, floor_cfg, ("raw_records",))
         wall = SystemClock()
 
-        def floor_append(batch: Any, batch_id: int) -> float:
+        def floor(batch: Any, batch_id: int) -> float:
             began = time.perf_counter()
-            raw = batch.coalesce(cfg.spark.shuffle_partitions)
-            frame = frames.bronze_frame(raw, batch_id, wall.now_ms(), cfg.sources.cluster)
-            writes.append(frame, floor_cfg, "raw_records", query_name="floor", batch_id=batch_id)
+            floor_append(floor_cfg, batch, batch_id, wall)
             return time.perf_counter() - began
 
         pipe = ingest.IngestPipeline(cfg, source_kind="segments", log_dir=spec["log_dir"])
         pipe.process_batch(history, 0)
-        floor_append(history, 0)
+        floor(history, 0)
         floors = []
         for i, batch in enumerate(slices, start=1):
             pipe.process_batch(batch, i)
-            floors.append(floor_append(batch, i))
+            floors.append(floor(batch, i))
             r = pipe.reports[-1]
             print(
                 f"small batch {i}: {r.rows_in} records in {r.seconds:.2f} s "
