@@ -262,15 +262,16 @@ def timed_ingest(spark: Any, cfg: Any) -> dict[str, Any]:
     return {"records": sum(r["rows_in"] for r in reports), "seconds": seconds, "batches": reports}
 
 
-def floor_append(cfg: Any, batch: Any, batch_id: int, clock: Any) -> None:
+def floor_append(cfg: Any, batch: Any, batch_id: int, clock: Any, *, fresh: bool) -> None:
     """The floor's whole micro-batch: its rows appended to ``raw_records`` as read, in the
-    batch's shuffle partitions, under the batch's idempotency marker -- nothing else."""
+    batch's shuffle partitions, under the batch's idempotency marks -- nothing else; checked
+    for a replay unless ``fresh``, as the pipeline's writes are (offsetscope.spark.writes)."""
     from offsetscope.pipelines import frames
     from offsetscope.spark import writes
 
     raw = batch.coalesce(cfg.spark.shuffle_partitions)
     frame = frames.bronze_frame(raw, batch_id, clock.now_ms(), cfg.sources.cluster)
-    writes.append(frame, cfg, "raw_records", query_name="floor", batch_id=batch_id)
+    writes.append(frame, cfg, "raw_records", query_name="floor", batch_id=batch_id, fresh=fresh)
 
 
 def floor_worker(spec: dict[str, Any]) -> dict[str, Any]:
@@ -288,8 +289,12 @@ def floor_worker(spec: dict[str, Any]) -> dict[str, Any]:
         ensure_tables(spark, cfg, ("raw_records",))
         wall = SystemClock()
 
+        done: list[int] = []
+
         def append(batch: Any, batch_id: int) -> None:
-            floor_append(cfg, batch, batch_id, wall)
+            # The pipeline's rule: a batch right after one this process completed is fresh.
+            floor_append(cfg, batch, batch_id, wall, fresh=bool(done) and batch_id == done[-1] + 1)
+            done.append(batch_id)
 
         began = time.perf_counter()
         query = (
@@ -580,7 +585,8 @@ def small_worker(spec: dict[str, Any]) -> dict[str, Any]:
 
         def floor(batch: Any, batch_id: int) -> float:
             began = time.perf_counter()
-            floor_append(floor_cfg, batch, batch_id, wall)
+            # Fresh after the first, as the pipeline's batches are.
+            floor_append(floor_cfg, batch, batch_id, wall, fresh=batch_id > 0)
             return time.perf_counter() - began
 
         pipe = ingest.IngestPipeline(cfg, source_kind="segments", log_dir=spec["log_dir"])
@@ -620,14 +626,14 @@ def small_batch(runs: int = 3, scale: float = 1.0) -> list[Metric]:
     throughput input (:func:`small_metrics`)."""
     source = Input(max(10, int(GROUPS * scale)), DURATION_S)
     source.generate()
+    spec = {
+        "log_dir": str(source.log_dir),
+        "batch_fraction": SMALL_FRACTION,
+        "history_fraction": SMALL_HISTORY,
+        "batches": SMALL_BATCHES,
+    }
     results = []
     for i in range(runs):
-        spec = {
-            "log_dir": str(source.log_dir),
-            "batch_fraction": SMALL_FRACTION,
-            "history_fraction": SMALL_HISTORY,
-            "batches": SMALL_BATCHES,
-        }
         results.append(run_worker("--small", spec, f"small-{i}"))
         print(f"  small-batch run {i}: {[b['seconds'] for b in results[-1]['batches']]} s")
     return small_metrics(results, source)

@@ -197,6 +197,67 @@ def test_merge_upserts_on_the_natural_key_once_per_batch_id(
     assert got == [(0, "PrepareCommit"), (1, "Empty")]
 
 
+def test_a_fresh_write_carries_only_its_mark_and_a_checked_replay_finds_it(
+    spark: SparkSession, cfg: config.Config
+) -> None:
+    name = catalogue.table_name(cfg, "end_offsets")
+    rows = [EndOffsetSample("fresh", p, 0, 5, 5, T0) for p in range(2)]
+    df = writes.rows_frame(spark, "end_offsets", rows, cluster="default")
+    application = writes.app_id("qf", "end_offsets", "append")
+    writes.append(df, cfg, "end_offsets", query_name="qf", batch_id=7, fresh=True)
+    version = _version(spark, name)
+    commit = DeltaTable.forName(spark, name).history(1).collect()[0]
+    assert writes.marked(commit["userMetadata"]) == (application, 7)
+    # The crash case: batch 7 was written without Delta's marker; the restarted query replays
+    # it as a checked write, which must find the mark in the history and write nothing.
+    assert not writes.append_once(df, name, application, 7)
+    assert _version(spark, name) == version
+    assert writes.recorded_version(spark, name, application) == 7
+    # Another query's commits in between do not hide the mark.
+    writes.append(df, cfg, "end_offsets", query_name="other", batch_id=9, fresh=True)
+    assert writes.written(spark, name, application, 7)
+    assert not writes.written(spark, name, application, 8)
+    writes.append(df, cfg, "end_offsets", query_name="qf", batch_id=8)
+    assert spark.table(name).where("topic = 'fresh'").count() == 6
+
+
+def test_a_checked_write_honours_delta_s_own_marker(
+    spark: SparkSession, cfg: config.Config
+) -> None:
+    # Tables written before the userMetadata mark carry only Delta's SetTransaction.
+    name = catalogue.table_name(cfg, "end_offsets")
+    rows = [EndOffsetSample("legacy", 0, 0, 5, 5, T0)]
+    df = writes.rows_frame(spark, "end_offsets", rows, cluster="default")
+    application = writes.app_id("ql", "end_offsets", "append")
+    (
+        df.write.format("delta")
+        .mode("append")
+        .option("txnAppId", application)
+        .option("txnVersion", "3")
+        .saveAsTable(name)
+    )
+    assert writes.recorded_version(spark, name, application) is None
+    writes.append(df, cfg, "end_offsets", query_name="ql", batch_id=3)
+    assert spark.table(name).where("topic = 'legacy'").count() == 1
+
+
+def test_a_fresh_merge_is_marked_and_its_checked_replay_skipped(
+    spark: SparkSession, cfg: config.Config
+) -> None:
+    name = catalogue.table_name(cfg, "transaction_status_timeline")
+    row = TxnStatusRow("fresh-t", 2, 40, 0, T0, None, "Ongoing", 5, 0, False, "test")
+    source = writes.rows_frame(spark, "transaction_status_timeline", [row], cluster="c")
+    logical = "transaction_status_timeline"
+    assert writes.merge(source, cfg, logical, query_name="qm", batch_id=4, fresh=True) == 1
+    version = _version(spark, name)
+    application = writes.app_id("qm", logical, "merge")
+    assert writes.recorded_version(spark, name, application) == 4
+    assert writes.merge(source, cfg, logical, query_name="qm", batch_id=4) == 0
+    assert _version(spark, name) == version
+    # The mark's conf is gone after the block: later commits of the session are not qm's.
+    assert spark.conf.get(writes.USER_METADATA, None) is None
+
+
 def test_fold_state_loads_exactly_the_keys_asked_for(
     spark: SparkSession, cfg: config.Config
 ) -> None:

@@ -266,3 +266,40 @@ def test_a_replayed_batch_id_writes_nothing(spark: SparkSession, runs: Runs) -> 
     assert _versions(spark, cfg) == before
     assert {n: _table(spark, cfg, n).count() for n in catalogue.CATALOGUE} == counts
     assert pipeline.reports[0].rows_in == runs.truth.records
+
+
+def _delta_marker_in_last_commit(spark: SparkSession, cfg: config.Config, logical: str) -> bool:
+    """Whether the table's latest commit holds Delta's own ``txn`` (SetTransaction) action."""
+    detail = spark.sql(f"DESCRIBE DETAIL {catalogue.table_name(cfg, logical)}").collect()[0]
+    log = Path(str(detail["location"]).removeprefix("file:")) / "_delta_log"
+    latest = max(log.glob("*.json"))
+    return any(line.startswith('{"txn"') for line in latest.read_text().splitlines())
+
+
+def test_a_batch_that_followed_a_completed_one_is_not_written_again_on_replay(
+    spark: SparkSession, offsetscope_config: config.Config, runs: Runs, tmp_path: Path
+) -> None:
+    cfg = segment_run_config(offsetscope_config, f"t_fresh_{uuid.uuid4().hex[:8]}", tmp_path)
+    catalogue.ensure_tables(spark, cfg)
+    try:
+        records = sources.read_segments(spark, cfg, str(runs.log_dir))
+        # Every partition's first records, then the rest: two batches in log order.
+        first, rest = records.where(F.col("offset") < 20), records.where(F.col("offset") >= 20)
+        pipeline = ingest.IngestPipeline(cfg, query_name="fresh", log_dir=str(runs.log_dir))
+        pipeline.process_batch(first, 0)
+        assert _delta_marker_in_last_commit(spark, cfg, "raw_records")  # checked: first batch
+        pipeline.process_batch(rest, 1)
+        # Batch 1 followed a batch this pipeline completed: written with the commit mark only.
+        assert not _delta_marker_in_last_commit(spark, cfg, "raw_records")
+        before = _versions(spark, cfg)
+        counts = {n: _table(spark, cfg, n).count() for n in catalogue.CATALOGUE}
+
+        # A restart that replays batch 1 (the process died before Spark committed it).
+        replay = ingest.IngestPipeline(cfg, query_name="fresh", log_dir=str(runs.log_dir))
+        replay.process_batch(rest, 1)
+
+        assert _versions(spark, cfg) == before
+        assert {n: _table(spark, cfg, n).count() for n in catalogue.CATALOGUE} == counts
+        assert counts["raw_records"] == runs.truth.records
+    finally:
+        spark.sql(f"DROP SCHEMA IF EXISTS {cfg.storage.schema} CASCADE")

@@ -369,7 +369,7 @@ class HistoryStates:
     groups: Mapping[str, GroupState] = field(default_factory=dict)
     transactions: Mapping[str, TxnIdState] = field(default_factory=dict)
     # (topic, partition) -> the last offset read: a replayed record is skipped, as the pipeline
-    # skips a replayed batch (its writes carry the batch's idempotency marker).
+    # skips a replayed batch (its writes carry the batch's idempotency marks).
     read: Mapping[tuple[str, int], int] = field(default_factory=dict)
     shares: Mapping[str, SharePartitionState] = field(default_factory=dict)
 

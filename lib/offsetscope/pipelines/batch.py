@@ -155,6 +155,8 @@ class Batch:
     loaded: dict[tuple[str, str], st.StateRow] = field(default_factory=dict)
     # The transactions rows the batch's fold step wrote (newer than the table's until written).
     transactions: Sequence[TransactionRow] = ()
+    # Not a replay: its writes skip the replay check (offsetscope.spark.writes).
+    fresh: bool = False
 
 
 class IngestPipeline:
@@ -190,6 +192,8 @@ class IngestPipeline:
         self.clock: Clock = clock or SystemClock()
         self.progress = progress
         self.reports: list[BatchReport] = []
+        # The batch id this pipeline last completed (None before the first, after a failure).
+        self._completed: int | None = None
         self.markers_visible = self.kind == sources.SEGMENTS
         self.read_committed_source = {
             name: self.kind == sources.KAFKA and c.kafka.isolation_level == "read_committed"
@@ -241,7 +245,12 @@ class IngestPipeline:
         """The ``foreachBatch`` function."""
         spark = batch_df.sparkSession
         started = time.monotonic()
-        shared = Batch(batch_id, spark, self.clock.now_ms(), "")
+        # Spark starts a batch id only after committing the previous one, so a batch that follows
+        # one this pipeline completed cannot be a replay; after a start, a failure or a batch
+        # left unfinished, the first batch is checked against the marks in its tables.
+        fresh = self._completed is not None and batch_id == self._completed + 1
+        self._completed = None
+        shared = Batch(batch_id, spark, self.clock.now_ms(), "", fresh=fresh)
         # One source partition per topic partition (50 of __consumer_offsets by default) would
         # make every stage of the batch -- the decode's Python tasks, each append's files --
         # 50 tasks or files however few records arrived; the batch works in as many partitions
@@ -255,6 +264,7 @@ class IngestPipeline:
                 stats = frames.source_stats(raw, clustered=sources.CLUSTER in raw.columns)
             rows_in = sum(int(s["records"]) for s in stats)
             if rows_in == 0:
+                self._completed = batch_id
                 return
             counts: dict[str, int] = defaultdict(int)
             folded: dict[str, int] = defaultdict(int)
@@ -287,7 +297,7 @@ class IngestPipeline:
                 (int(s["max_ts"]) for s in stats if s["max_ts"] is not None), default=None
             )
             written = self.writer.run(
-                spark, batch_id, BatchWriter.combine(shared.tasks), shared.timings
+                spark, batch_id, BatchWriter.combine(shared.tasks), shared.timings, fresh=fresh
             )
             shared.new_states.append(
                 lease.lease_row(self.cfg, self.query_name, batch_id, self.clock.now_ms())
@@ -300,6 +310,7 @@ class IngestPipeline:
                     query_name=self.query_name,
                     batch_id=batch_id,
                     now_ms=shared.started_ms,
+                    fresh=fresh,
                 )
             for row in shared.new_states:
                 self._states[StateKey(row.cluster, row.fold, row.key)] = row
@@ -320,6 +331,7 @@ class IngestPipeline:
             for part in decoded:
                 part.unpersist()
             raw.unpersist()
+        self._completed = batch_id
         self.reports.append(report)
         if self.progress is not None:
             self.progress(report)
@@ -668,6 +680,7 @@ class IngestPipeline:
             "batch_audit",
             query_name=self.query_name,
             batch_id=b.batch_id,
+            fresh=b.fresh,
         )
 
 

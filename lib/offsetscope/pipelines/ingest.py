@@ -5,7 +5,7 @@ source (Spark's Kafka source on ``__consumer_offsets`` and ``__transaction_state
 of segment files, :mod:`offsetscope.spark.sources`) whose ``foreachBatch`` is an
 :class:`~offsetscope.pipelines.batch.IngestPipeline`; :func:`run` runs it to the end of what is
 available (``available_now``) or until it is stopped (``processing_time``). The checkpoint is
-``<storage.checkpoint_dir>/<query name>``; with the Delta writes' idempotency markers it makes
+``<storage.checkpoint_dir>/<query name>``; with the writes' idempotency marks it makes
 a restart continue where the last committed batch ended, writing nothing twice.
 
 Several clusters (``[clusters.<name>]``) are one query over the union of their sources

@@ -7,7 +7,7 @@ One row per (fold, key) -- ``offsets``/partition, ``group``/group id, ``txn``/tr
 holding the fold's frozen state as JSON (:mod:`offsetscope.history.codec`), each in its
 cluster: the same group id in two clusters is two keys. A micro-batch loads
 only the keys its records touch (one filtered read; Delta skips files by the key statistics) and
-writes back only the keys whose state changed, by MERGE under the batch's idempotency marker.
+writes back only the keys whose state changed, by MERGE under the batch's idempotency marks.
 The table is the source of truth: a restarted query, or another process, picks up exactly the
 state the last committed batch left.
 """
@@ -96,8 +96,10 @@ def save(
     query_name: str,
     batch_id: int,
     now_ms: int,
+    fresh: bool = False,
 ) -> int:
-    """Write changed states back (MERGE on (fold, key, cluster)); returns rows written."""
+    """Write changed states back (MERGE on (fold, key, cluster)); returns rows written.
+    ``fresh``: the batch cannot be a replay (:mod:`offsetscope.spark.writes`)."""
     records: list[dict[str, Any]] = [
         {
             "fold": r.fold,
@@ -127,4 +129,5 @@ def save(
         query_name=query_name,
         batch_id=batch_id,
         prune=[p for p in prune if p is not None],
+        fresh=fresh,
     )

@@ -19,10 +19,11 @@ the batch's gates are recorded in one append as soon as the last gate has passed
 slower writes finish, and before :meth:`run` returns: whoever saves the batch's fold state
 afterwards knows its results are in.
 
-**Exactly once.** Appends carry ``txnAppId``/``txnVersion``, MERGEs the matching session confs
+**Exactly once.** Every write is marked with its app id and batch id and, unless the batch is
+known not to be a replay (``fresh``), checked against the marks already in its table
 (:mod:`offsetscope.spark.writes`); a replayed batch id writes nothing twice. MERGEs that run at
-the same time each get a session of their own, because Delta reads a MERGE's idempotency
-marker from session confs (same SparkContext, own SQL conf).
+the same time each get a session of their own, because Delta reads a MERGE's marks from
+session confs (same SparkContext, own SQL conf).
 """
 
 from __future__ import annotations
@@ -198,9 +199,16 @@ class BatchWriter:
     # ------------------------------------------------------------------ running
 
     def run(
-        self, spark: SparkSession, batch_id: int, tasks: Sequence[Write], timings: Timings
+        self,
+        spark: SparkSession,
+        batch_id: int,
+        tasks: Sequence[Write],
+        timings: Timings,
+        *,
+        fresh: bool = False,
     ) -> dict[str, int]:
-        """Run ``tasks``: tables in parallel, each table's writes in order, each gated.
+        """Run ``tasks``: tables in parallel, each table's writes in order, each gated;
+        ``fresh``: the batch cannot be a replay (:mod:`offsetscope.spark.writes`).
 
         Returns:
             Rows written per table.
@@ -222,11 +230,13 @@ class BatchWriter:
             def gate_passed() -> None:
                 if gates.done_one():
                     recorded.append(
-                        results_pool.submit(self._record_quality, spark, batch_id, results, timings)
+                        results_pool.submit(
+                            self._record_quality, spark, batch_id, results, timings, fresh
+                        )
                     )
 
             def one_table(ts: list[Write]) -> tuple[str, int]:
-                return self._write_table(spark, batch_id, ts, results, timings, gate_passed)
+                return self._write_table(spark, batch_id, ts, results, timings, gate_passed, fresh)
 
             written = dict(pool.map(one_table, ordered))
             for future in recorded:
@@ -249,6 +259,7 @@ class BatchWriter:
         results: list[QualityResultRow],
         timings: Timings,
         gate_passed: Callable[[], None],
+        fresh: bool,
     ) -> tuple[str, int]:
         """One table's writes of the batch, in order, each behind its quality gate."""
         written = 0
@@ -279,6 +290,7 @@ class BatchWriter:
                             query_name=self.query_name,
                             batch_id=batch_id,
                             prune=task.prune,
+                            fresh=fresh,
                         )
                     else:
                         writes.append(
@@ -287,6 +299,7 @@ class BatchWriter:
                             task.logical,
                             query_name=self.query_name,
                             batch_id=batch_id,
+                            fresh=fresh,
                         )
                         written += task.rows
             finally:
@@ -358,9 +371,10 @@ class BatchWriter:
         batch_id: int,
         results: list[QualityResultRow],
         timings: Timings,
+        fresh: bool,
     ) -> None:
         # All tables' results of the batch in one Delta commit (a replayed batch's append is
-        # skipped by its idempotency marker).
+        # skipped by its marks).
         with timings.timed("quality results"):
             quality.record_results(
                 self._session_for(spark, "quality"),
@@ -368,6 +382,7 @@ class BatchWriter:
                 results,
                 app_id=writes.app_id(self.query_name, "quality_results", "append"),
                 batch_id=batch_id,
+                fresh=fresh,
             )
 
 

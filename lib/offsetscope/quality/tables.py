@@ -214,13 +214,15 @@ def merge_rows(
     app_id: str | None,
     batch_id: int,
 ) -> None:
-    """Upsert ``rows`` on the table's key; under Delta's idempotency marker when ``app_id``."""
+    """Upsert ``rows`` on the table's key; once per (app id, batch id) when ``app_id``
+    (:func:`offsetscope.spark.writes.delta_transaction`)."""
     if not rows:
         return
     source = frame(spark, spec, rows)
     values: dict[str, Any] = {f"`{c.name}`": f"s.`{c.name}`" for c in spec.written_columns}
+    table = qualified_name(cfg, spec)
     builder = (
-        DeltaTable.forName(spark, qualified_name(cfg, spec))
+        DeltaTable.forName(spark, table)
         .alias("t")
         .merge(source.alias("s"), spec.merge_condition("t", "s"))
         .whenMatchedUpdate(set=values)
@@ -229,18 +231,21 @@ def merge_rows(
     if app_id is None:
         builder.execute()
         return
-    with writes.delta_transaction(spark, app_id, batch_id):
-        builder.execute()
+    with writes.delta_transaction(spark, table, app_id, batch_id) as needed:
+        if needed:
+            builder.execute()
 
 
 def append_rows(
-    spark: SparkSession, cfg: Config, spec: TableSpec, df: DataFrame, *, app_id: str, batch_id: int
+    spark: SparkSession,
+    cfg: Config,
+    spec: TableSpec,
+    df: DataFrame,
+    *,
+    app_id: str,
+    batch_id: int,
+    fresh: bool = False,
 ) -> None:
-    """Append ``df`` at most once per (app id, batch id) (Delta's ``txnAppId``/``txnVersion``)."""
-    (
-        df.write.format("delta")
-        .mode("append")
-        .option("txnAppId", app_id)
-        .option("txnVersion", str(batch_id))
-        .saveAsTable(qualified_name(cfg, spec))
-    )
+    """Append ``df`` at most once per (app id, batch id)
+    (:func:`offsetscope.spark.writes.append_once`; ``fresh``: not a replay)."""
+    writes.append_once(df, qualified_name(cfg, spec), app_id, batch_id, fresh=fresh)

@@ -404,9 +404,9 @@ def record(
 ) -> None:
     """Keep a validation: append its results row and its failed rows to quarantine.
 
-    Both appends are idempotent for a replayed batch: Delta's ``txnAppId`` is
-    ``<query>:quality_results:<table>`` and ``<query>:quality_quarantine:<table>``, its
-    ``txnVersion`` the batch id.
+    Both appends are idempotent for a replayed batch (:mod:`offsetscope.spark.writes`): their
+    app ids are ``<query>:quality_results:<table>`` and ``<query>:quality_quarantine:<table>``,
+    their version the batch id.
 
     Args:
         spark: the session.
@@ -434,11 +434,13 @@ def record_results(
     *,
     app_id: str,
     batch_id: int,
+    fresh: bool = False,
 ) -> None:
     """Append ``results`` to ``quality_results`` in one Delta commit, at most once per
-    (``app_id``, ``batch_id``): a pipeline records all its tables' results of a batch at once.
+    (``app_id``, ``batch_id``): a pipeline records all its tables' results of a batch at once
+    (``fresh``: the batch cannot be a replay, :mod:`offsetscope.spark.writes`).
 
-    An idempotent append rather than a MERGE on (table, batch id): Delta's marker already makes
+    An idempotent append rather than a MERGE on (table, batch id): the write's marker already makes
     a replayed batch write nothing, and a MERGE joins every batch against the whole table (no
     key restricts it to files that can match), a cost that grew with every batch recorded;
     it also let two queries with the same table and batch ids overwrite each other's row.
@@ -452,6 +454,7 @@ def record_results(
         qtables.frame(spark, qtables.QUALITY_RESULTS, list(results)),
         app_id=app_id,
         batch_id=batch_id,
+        fresh=fresh,
     )
 
 
@@ -465,8 +468,8 @@ def quarantine(
     key: tuple[str, ...] | None = None,
 ) -> None:
     """Append the rows a validation failed to ``quality_quarantine`` (nothing if none did),
-    once per batch: Delta's ``txnAppId`` = ``<query>:quality_quarantine:<table>``,
-    ``txnVersion`` = the batch id."""
+    once per batch: app id ``<query>:quality_quarantine:<table>``, version the batch id
+    (:mod:`offsetscope.spark.writes`)."""
     if result.failed_rows == 0:
         return
     from offsetscope.history import tables as history

@@ -1,13 +1,27 @@
 """Exactly-once writes to the catalogue's Delta tables: idempotent appends and MERGEs.
 
 A micro-batch may run twice (a restart re-runs the last batch whose commit did not reach the
-checkpoint). Every write therefore carries Delta's idempotency marker, an application id and a
-version (``SetTransaction`` in the Delta log): Delta skips a write whose version is not above the
-one recorded for its app id, so a replayed batch writes nothing a second time.
+checkpoint). Every write is therefore marked with an application id and a version, and a write
+whose version is not above the one already recorded for its app id is skipped, so a replayed
+batch writes nothing a second time. The mark is in two places:
 
-* appends: the writer options ``txnAppId`` / ``txnVersion`` (both required by Delta);
-* MERGE: the session confs ``spark.databricks.delta.write.txnAppId`` / ``.txnVersion``, set
-  around the one MERGE and removed after it (Delta reads them for DML commands).
+* the commit's ``userMetadata`` (``{"offsetscope_write": {"app": ..., "version": ...}}``), on
+  every write: the appends' writer option ``userMetadata``, the MERGEs' session conf
+  ``spark.databricks.delta.commitInfo.userMetadata``. :func:`recorded_version` reads it back
+  from the table's history (``DESCRIBE HISTORY``, newest commit first).
+* Delta's own marker (``SetTransaction`` in the Delta log): the writer options ``txnAppId`` /
+  ``txnVersion`` for appends, the session confs ``spark.databricks.delta.write.txnAppId`` /
+  ``.txnVersion`` for DML. Delta checks it atomically with the commit, but to read it the Spark
+  connector reconstructs the table's whole snapshot state (every file and action of the log),
+  several Spark jobs on every write whatever its size.
+
+A write is *fresh* when its caller knows it cannot be a replay: a streaming query's batch that
+directly follows a batch the same process completed (Spark starts a batch id only after the
+previous one's commit, and only a query's first batch after a start re-runs one). A fresh write
+carries the ``userMetadata`` mark only. Any other write -- the first batch after a start, a
+batch job, a test -- is checked: skipped when the history or Delta's marker records its
+version, else written with both marks (Delta's also covers tables written by versions that
+set only Delta's marker).
 
 App ids are ``<query name>:<table>:<operation>``, versions are batch ids. Each (table,
 operation) pair of a batch has its own app id: one app id per write, or the second write of a
@@ -27,6 +41,7 @@ and the query (``docs/design.md``, "Conventions": infrastructure errors are neve
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -43,6 +58,11 @@ from offsetscope.spark import tables as catalogue
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+MARK = "offsetscope_write"
+# Commits read per step of the history scan: the mark sought is almost always among the last few
+# (one per write of the query's previous batch), the limit grows when it is not.
+HISTORY_STEP = 32
 # Literal IN-lists up to this size are added to MERGE conditions so that Delta prunes files by
 # their min/max statistics; beyond it the join alone decides.
 MAX_PRUNE_VALUES = 1_000
@@ -56,27 +76,110 @@ def app_id(query_name: str, logical: str, operation: str) -> str:
     return f"{query_name}:{logical}:{operation}"
 
 
-def append(df: DataFrame, cfg: Config, logical: str, *, query_name: str, batch_id: int) -> None:
-    """Append ``df`` to a table, at most once per (query, table, batch id)."""
-    (
-        df.write.format("delta")
-        .mode("append")
-        .option("txnAppId", app_id(query_name, logical, "append"))
-        .option("txnVersion", str(batch_id))
-        .saveAsTable(catalogue.table_name(cfg, logical))
+def append(
+    df: DataFrame,
+    cfg: Config,
+    logical: str,
+    *,
+    query_name: str,
+    batch_id: int,
+    fresh: bool = False,
+) -> None:
+    """Append ``df`` to a table, at most once per (query, table, batch id); ``fresh``: the
+    caller knows the batch cannot be a replay (module docstring)."""
+    append_once(
+        df,
+        catalogue.table_name(cfg, logical),
+        app_id(query_name, logical, "append"),
+        batch_id,
+        fresh=fresh,
     )
 
 
-@contextmanager
-def delta_transaction(spark: SparkSession, application: str, version: int) -> Iterator[None]:
-    """Delta's idempotency confs for the DML statements run inside the block."""
-    spark.conf.set(TXN_APP_ID, application)
-    spark.conf.set(TXN_VERSION, str(version))
+def append_once(
+    df: DataFrame, table: str, application: str, version: int, *, fresh: bool = False
+) -> bool:
+    """Append ``df`` to ``table`` unless ``application`` already wrote ``version`` there;
+    returns whether it appended (a Delta marker may still skip a checked write)."""
+    writer = (
+        df.write.format("delta").mode("append").option("userMetadata", mark(application, version))
+    )
+    if not fresh:
+        if written(df.sparkSession, table, application, version):
+            return False
+        writer = writer.option("txnAppId", application).option("txnVersion", str(version))
+    writer.saveAsTable(table)
+    return True
+
+
+def mark(application: str, version: int) -> str:
+    """The ``userMetadata`` of a commit of ``application`` at ``version``."""
+    return json.dumps({MARK: {"app": application, "version": version}}, sort_keys=True)
+
+
+def marked(user_metadata: str | None) -> tuple[str, int] | None:
+    """The (app id, version) of a commit's ``userMetadata``, ``None`` for a commit without the
+    mark (another writer's, or one without metadata)."""
+    if not user_metadata:
+        return None
     try:
-        yield
+        found = json.loads(user_metadata)
+    except ValueError:
+        return None
+    entry = found.get(MARK) if isinstance(found, dict) else None
+    if not isinstance(entry, dict):
+        return None
+    application, version = entry.get("app"), entry.get("version")
+    if not isinstance(application, str) or not isinstance(version, int):
+        return None
+    return application, version
+
+
+def recorded_version(spark: SparkSession, table: str, application: str) -> int | None:
+    """The version of ``application``'s latest marked commit to ``table`` (the history, newest
+    first, until its first commit of ``application``); ``None`` if no retained commit has it."""
+    limit = HISTORY_STEP
+    while True:
+        rows = (
+            spark.sql(f"DESCRIBE HISTORY {table} LIMIT {limit}")
+            .select("version", "userMetadata")
+            .collect()
+        )
+        for row in sorted(rows, key=lambda r: -int(r["version"])):
+            found = marked(row["userMetadata"])
+            if found is not None and found[0] == application:
+                return found[1]
+        if len(rows) < limit:
+            return None
+        limit *= 8
+
+
+def written(spark: SparkSession, table: str, application: str, version: int) -> bool:
+    """Whether ``table``'s history records a commit of ``application`` at ``version`` or later."""
+    recorded = recorded_version(spark, table, application)
+    return recorded is not None and recorded >= version
+
+
+@contextmanager
+def delta_transaction(
+    spark: SparkSession, table: str, application: str, version: int, *, fresh: bool = False
+) -> Iterator[bool]:
+    """Mark the DML statements run inside the block as ``application``'s write of ``version``;
+    yields ``False`` when that write is already in ``table`` (the block must then write
+    nothing). A checked (not ``fresh``) write also sets Delta's idempotency confs."""
+    if not fresh and written(spark, table, application, version):
+        yield False
+        return
+    confs = {USER_METADATA: mark(application, version)}
+    if not fresh:
+        confs |= {TXN_APP_ID: application, TXN_VERSION: str(version)}
+    for key, value in confs.items():
+        spark.conf.set(key, value)
+    try:
+        yield True
     finally:
-        spark.conf.unset(TXN_APP_ID)
-        spark.conf.unset(TXN_VERSION)
+        for key in confs:
+            spark.conf.unset(key)
 
 
 def sql_literal(value: Any) -> str:
@@ -111,6 +214,7 @@ def merge(
     batch_id: int,
     prune: Sequence[str] = (),
     update_condition: str | None = None,
+    fresh: bool = False,
 ) -> int:
     """MERGE ``source`` into a table on its natural key: update matches, insert the rest.
 
@@ -123,6 +227,7 @@ def merge(
         prune: extra predicates on the target (``t.``) that only restrict it to the keys in the
             batch, so Delta reads only the files that can match.
         update_condition: update matched rows only when it holds (``s.`` / ``t.`` columns).
+        fresh: the batch cannot be a replay (module docstring).
 
     Returns:
         Rows inserted or updated (0 when Delta skipped the write as a replay).
@@ -130,7 +235,8 @@ def merge(
     spark = source.sparkSession
     spec = catalogue.spec(logical)
     condition = " AND ".join([spec.merge_condition("t", "s"), *prune])
-    target = DeltaTable.forName(spark, catalogue.table_name(cfg, logical))
+    table = catalogue.table_name(cfg, logical)
+    target = DeltaTable.forName(spark, table)
     # Explicit column lists rather than UPDATE SET * / INSERT *: Delta computes the generated
     # columns (record_date ...), which the source does not carry.
     values: dict[str, str | Column] = {f"`{c.name}`": f"s.`{c.name}`" for c in spec.written_columns}
@@ -138,7 +244,10 @@ def merge(
     if not spec.append_only:
         builder = builder.whenMatchedUpdate(condition=update_condition, set=values)
     builder = builder.whenNotMatchedInsert(values=values)
-    with delta_transaction(spark, app_id(query_name, logical, "merge"), batch_id):
+    application = app_id(query_name, logical, "merge")
+    with delta_transaction(spark, table, application, batch_id, fresh=fresh) as needed:
+        if not needed:
+            return 0
         metrics = builder.execute()
     rows = metrics.collect()
     if not rows:
