@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 from delta.tables import DeltaTable
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from offsetscope import config
 from offsetscope.history.rows import EndOffsetSample, TxnStatusRow
@@ -197,13 +197,20 @@ def test_merge_upserts_on_the_natural_key_once_per_batch_id(
     assert got == [(0, "PrepareCommit"), (1, "Empty")]
 
 
+def _end_offsets(
+    spark: SparkSession, cfg: config.Config, topic: str, *, partitions: int, query: str
+) -> tuple[str, DataFrame, str]:
+    """The end_offsets table, rows of ``topic`` for it, and ``query``'s append app id."""
+    rows = [EndOffsetSample(topic, p, 0, 5, 5, T0) for p in range(partitions)]
+    df = writes.rows_frame(spark, "end_offsets", rows, cluster="default")
+    name = catalogue.table_name(cfg, "end_offsets")
+    return name, df, writes.app_id(query, "end_offsets", "append")
+
+
 def test_a_fresh_write_carries_only_its_mark_and_a_checked_replay_finds_it(
     spark: SparkSession, cfg: config.Config
 ) -> None:
-    name = catalogue.table_name(cfg, "end_offsets")
-    rows = [EndOffsetSample("fresh", p, 0, 5, 5, T0) for p in range(2)]
-    df = writes.rows_frame(spark, "end_offsets", rows, cluster="default")
-    application = writes.app_id("qf", "end_offsets", "append")
+    name, df, application = _end_offsets(spark, cfg, "fresh", partitions=2, query="qf")
     writes.append(df, cfg, "end_offsets", query_name="qf", batch_id=7, fresh=True)
     version = _version(spark, name)
     commit = DeltaTable.forName(spark, name).history(1).collect()[0]
@@ -225,10 +232,7 @@ def test_a_checked_write_honours_delta_s_own_marker(
     spark: SparkSession, cfg: config.Config
 ) -> None:
     # Tables written before the userMetadata mark carry only Delta's SetTransaction.
-    name = catalogue.table_name(cfg, "end_offsets")
-    rows = [EndOffsetSample("legacy", 0, 0, 5, 5, T0)]
-    df = writes.rows_frame(spark, "end_offsets", rows, cluster="default")
-    application = writes.app_id("ql", "end_offsets", "append")
+    name, df, application = _end_offsets(spark, cfg, "legacy", partitions=1, query="ql")
     (
         df.write.format("delta")
         .mode("append")
