@@ -91,7 +91,7 @@ from offsetscope.pipelines import state as fold_state
 from offsetscope.protocol.states import ConsumerGroupState
 from offsetscope.quality import model as qmodel
 from offsetscope.quality import tables as qtables
-from offsetscope.spark import storage
+from offsetscope.spark import storage, writes
 from offsetscope.spark import tables as catalogue
 
 log = logging.getLogger("offsetscope.alerts")
@@ -169,6 +169,7 @@ class AlertsRunner:
         )
         self.evaluations: list[engine.Evaluation] = []
         self.timings: list[dict[str, float]] = []  # seconds per phase, per evaluation
+        self._sequence = writes.BatchSequence()  # which alerts batches cannot be replays
 
     # ------------------------------------------------------------------ setup
 
@@ -238,16 +239,17 @@ class AlertsRunner:
     def process_changes(self, batch_df: DataFrame, batch_id: int) -> None:
         """``foreachBatch`` over the change data feed of ``fold_state``."""
         spark = batch_df.sparkSession
+        fresh = self._sequence.begin(batch_id)
         rows = (
             batch_df.where(F.col("_change_type") != F.lit("update_preimage"))
             .select(catalogue.CLUSTER, "fold", "key", "updated_batch_id")
             .distinct()
             .collect()
         )
-        if not rows:
-            return
-        changed = ChangedKeys.from_fold_rows((r[0], r[1], r[2], r[3]) for r in rows)
-        self.evaluate(spark, batch_id, changed)
+        if rows:
+            changed = ChangedKeys.from_fold_rows((r[0], r[1], r[2], r[3]) for r in rows)
+            self.evaluate(spark, batch_id, changed, fresh=fresh)
+        self._sequence.done(batch_id)
 
     # ------------------------------------------------------------------ evaluation
 
@@ -272,14 +274,17 @@ class AlertsRunner:
         changed: ChangedKeys,
         *,
         as_of: int | None = None,
+        fresh: bool = False,
     ) -> engine.Evaluation | None:
         """One evaluation (see the module docstring); returns it, or None when no time is known.
 
         Args:
             spark: the session.
-            batch_id: the evaluating batch (the Delta idempotency version of the MERGE).
+            batch_id: the evaluating batch (the idempotency version of the MERGE).
             changed: the subjects whose history moved, and the ingest batches that moved them.
             as_of: evaluate as of this time instead (tests, backfills).
+            fresh: ``batch_id`` cannot be a replay: its MERGE skips the replay check
+                (:mod:`offsetscope.spark.writes`).
         """
         self._spark = spark
         self._setup(spark)
@@ -326,7 +331,7 @@ class AlertsRunner:
                 parts.append(
                     engine.reconcile(findings, stored, inputs, self.settings, batch_id=batch_id)
                 )
-        # One MERGE for every cluster: the idempotency marker admits one commit per batch.
+        # One MERGE for every cluster: the idempotency mark admits one commit per batch.
         evaluation = engine.combine(parts, as_of)
         with _timed(timings, "merge"):
             qtables.merge_rows(
@@ -336,6 +341,7 @@ class AlertsRunner:
                 evaluation.changed,
                 app_id=f"{self.query_name}:alerts:merge",
                 batch_id=batch_id,
+                fresh=fresh,
             )
         with _timed(timings, "notify"):
             self._notify(evaluation)

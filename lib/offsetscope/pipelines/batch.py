@@ -192,8 +192,7 @@ class IngestPipeline:
         self.clock: Clock = clock or SystemClock()
         self.progress = progress
         self.reports: list[BatchReport] = []
-        # The batch id this pipeline last completed (None before the first, after a failure).
-        self._completed: int | None = None
+        self.sequence = writes.BatchSequence()  # which batches cannot be replays
         self.markers_visible = self.kind == sources.SEGMENTS
         self.read_committed_source = {
             name: self.kind == sources.KAFKA and c.kafka.isolation_level == "read_committed"
@@ -245,11 +244,7 @@ class IngestPipeline:
         """The ``foreachBatch`` function."""
         spark = batch_df.sparkSession
         started = time.monotonic()
-        # Spark starts a batch id only after committing the previous one, so a batch that follows
-        # one this pipeline completed cannot be a replay; after a start, a failure or a batch
-        # left unfinished, the first batch is checked against the marks in its tables.
-        fresh = self._completed is not None and batch_id == self._completed + 1
-        self._completed = None
+        fresh = self.sequence.begin(batch_id)
         shared = Batch(batch_id, spark, self.clock.now_ms(), "", fresh=fresh)
         # One source partition per topic partition (50 of __consumer_offsets by default) would
         # make every stage of the batch -- the decode's Python tasks, each append's files --
@@ -264,7 +259,7 @@ class IngestPipeline:
                 stats = frames.source_stats(raw, clustered=sources.CLUSTER in raw.columns)
             rows_in = sum(int(s["records"]) for s in stats)
             if rows_in == 0:
-                self._completed = batch_id
+                self.sequence.done(batch_id)
                 return
             counts: dict[str, int] = defaultdict(int)
             folded: dict[str, int] = defaultdict(int)
@@ -331,7 +326,7 @@ class IngestPipeline:
             for part in decoded:
                 part.unpersist()
             raw.unpersist()
-        self._completed = batch_id
+        self.sequence.done(batch_id)
         self.reports.append(report)
         if self.progress is not None:
             self.progress(report)

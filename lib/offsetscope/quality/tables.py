@@ -213,9 +213,10 @@ def merge_rows(
     *,
     app_id: str | None,
     batch_id: int,
+    fresh: bool = False,
 ) -> None:
     """Upsert ``rows`` on the table's key; once per (app id, batch id) when ``app_id``
-    (:func:`offsetscope.spark.writes.delta_transaction`)."""
+    (:func:`offsetscope.spark.writes.delta_transaction`; ``fresh``: not a replay)."""
     if not rows:
         return
     source = frame(spark, spec, rows)
@@ -231,7 +232,7 @@ def merge_rows(
     if app_id is None:
         builder.execute()
         return
-    with writes.delta_transaction(spark, table, app_id, batch_id) as needed:
+    with writes.delta_transaction(spark, table, app_id, batch_id, fresh=fresh) as needed:
         if needed:
             builder.execute()
 

@@ -3,12 +3,14 @@
 A micro-batch may run twice (a restart re-runs the last batch whose commit did not reach the
 checkpoint). Every write is therefore marked with an application id and a version, and a write
 whose version is not above the one already recorded for its app id is skipped, so a replayed
-batch writes nothing a second time. The mark is in two places:
+batch writes nothing a second time. Two marks exist:
 
 * the commit's ``userMetadata`` (``{"offsetscope_write": {"app": ..., "version": ...}}``), on
   every write: the appends' writer option ``userMetadata``, the MERGEs' session conf
   ``spark.databricks.delta.commitInfo.userMetadata``. :func:`recorded_version` reads it back
-  from the table's history (``DESCRIBE HISTORY``, newest commit first).
+  from the table's history (``DESCRIBE HISTORY``, newest commit first, down to the app's latest
+  marked commit: a few commits normally, every commit other writers made meanwhile after a long
+  stop).
 * Delta's own marker (``SetTransaction`` in the Delta log): the writer options ``txnAppId`` /
   ``txnVersion`` for appends, the session confs ``spark.databricks.delta.write.txnAppId`` /
   ``.txnVersion`` for DML. Delta checks it atomically with the commit, but to read it the Spark
@@ -17,11 +19,13 @@ batch writes nothing a second time. The mark is in two places:
 
 A write is *fresh* when its caller knows it cannot be a replay: a streaming query's batch that
 directly follows a batch the same process completed (Spark starts a batch id only after the
-previous one's commit, and only a query's first batch after a start re-runs one). A fresh write
-carries the ``userMetadata`` mark only. Any other write -- the first batch after a start, a
-batch job, a test -- is checked: skipped when the history or Delta's marker records its
-version, else written with both marks (Delta's also covers tables written by versions that
-set only Delta's marker).
+previous one's commit, and only a query's first batch after a start re-runs one:
+:class:`BatchSequence`). A fresh write carries the ``userMetadata`` mark only. Any other write
+-- the first batch after a start, a batch job, a test -- is checked: skipped when the history
+or Delta's marker records its version, else written with both marks (Delta's also covers
+tables written by versions that set only Delta's marker). The history keeps the commits of the
+table's log retention (``delta.logRetentionDuration``, 30 days by default): a fresh batch
+replayed after longer than that would not be found.
 
 App ids are ``<query name>:<table>:<operation>``, versions are batch ids. Each (table,
 operation) pair of a batch has its own app id: one app id per write, or the second write of a
@@ -74,6 +78,29 @@ MAX_TIMESTAMP_MS = 253_402_300_799_999
 def app_id(query_name: str, logical: str, operation: str) -> str:
     """The idempotency app id of one write of one table."""
     return f"{query_name}:{logical}:{operation}"
+
+
+class BatchSequence:
+    """Which batches of one streaming query's ``foreachBatch`` are *fresh* (cannot be replays).
+
+    Spark starts batch id n + 1 only after committing batch n to the checkpoint, so a batch that
+    directly follows one this process completed is new; after a start, a failure or a batch
+    left unfinished (:meth:`begin` without :meth:`done`), the next batch may re-run one whose
+    writes partly landed, and is checked.
+    """
+
+    def __init__(self) -> None:
+        self._completed: int | None = None
+
+    def begin(self, batch_id: int) -> bool:
+        """Start ``batch_id``; returns whether it is fresh."""
+        fresh = self._completed is not None and batch_id == self._completed + 1
+        self._completed = None
+        return fresh
+
+    def done(self, batch_id: int) -> None:
+        """``batch_id`` completed: every write it makes has landed."""
+        self._completed = batch_id
 
 
 def append(
