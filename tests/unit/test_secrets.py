@@ -322,6 +322,18 @@ def test_spark_options_are_prefixed_and_pass_through_is_resolved() -> None:
     }
 
 
+def test_the_source_does_not_wait_on_data_at_the_log_end_unless_told_to() -> None:
+    from offsetscope.spark import sources
+
+    cfg = config.with_kafka_source(config.load("local"), "b1:9093")
+    assert sources.kafka_options(cfg)["kafka.fetch.max.wait.ms"] == sources.FETCH_MAX_WAIT_MS
+    # The pass-through replaces it, under either spelling.
+    for name in ("fetch.max.wait.ms", "kafka.fetch.max.wait.ms"):
+        k = dataclasses.replace(cfg.sources.kafka, options={name: "250"})
+        told = dataclasses.replace(cfg, sources=dataclasses.replace(cfg.sources, kafka=k))
+        assert sources.kafka_options(told)["kafka.fetch.max.wait.ms"] == "250"
+
+
 def test_admin_config_has_bootstrap_security_and_admin_options() -> None:
     k = _source(
         security=scram(protocol="SASL_PLAINTEXT"),

@@ -12,7 +12,9 @@ by name; an empty ``share_state_topic`` leaves share-partition state out) -- wit
 ``kafka.isolation.level`` (``read_committed``: aborted transactional offset commits never
 arrive), ``startingOffsets``, ``maxOffsetsPerTrigger`` (a bounded first batch on a big cluster),
 ``failOnDataLoss`` (off by default, deliberately: compaction removes records under a stale
-checkpoint; the audit table records the offsets a batch did not see), ``groupIdPrefix`` (the
+checkpoint; the audit table records the offsets a batch did not see), the consumers'
+``fetch.max.wait.ms`` (:data:`FETCH_MAX_WAIT_MS`: a batch that reads a partition to its end
+would otherwise wait half a second for it), ``groupIdPrefix`` (the
 consumer-based offset reader joins a group of its own, which then shows up in
 ``__consumer_offsets`` too) and the connection settings of :mod:`offsetscope.secrets`
 (``[sources.kafka.security]`` and the ``options`` pass-through, secret references resolved here,
@@ -74,6 +76,17 @@ def source_spark_schema() -> StructType:
 # ----------------------------------------------------------------------------- Kafka
 
 
+# The executors' consumers' fetch.max.wait.ms. Spark reads exactly a batch's offset ranges and
+# asks for the partition's offset range after each poll; once a poll has reached the log end,
+# the consumer's next fetch waits at the broker for data that is not coming, for
+# fetch.max.wait.ms (Kafka's default: 500 ms), and the broker answers the following request on
+# that connection only after it. So every partition a batch reads to its end -- in a live query,
+# every partition with new records -- cost half a second of a task (measured with Spark's own
+# Kafka source: docs/benchmarks.md, pipeline_steady_records_per_s). A bounded read has no use
+# for waiting on data.
+FETCH_MAX_WAIT_MS = "10"
+
+
 def kafka_options(
     cfg: Config, resolver: secrets_references.Resolver | None = None
 ) -> dict[str, str]:
@@ -81,10 +94,12 @@ def kafka_options(
 
     Connection settings come from :func:`offsetscope.secrets.kafka.spark_kafka_options`:
     ``[sources.kafka.security]`` plus the ``options`` pass-through, secret references resolved
-    by ``resolver`` (default: environment variables only).
+    by ``resolver`` (default: environment variables only). The pass-through may also replace
+    the consumer's ``fetch.max.wait.ms`` (:data:`FETCH_MAX_WAIT_MS`).
     """
     k = cfg.sources.kafka
     options = {
+        "kafka.fetch.max.wait.ms": FETCH_MAX_WAIT_MS,
         "kafka.bootstrap.servers": k.bootstrap_servers,
         "subscribe": ",".join(internal_topics(k)),
         "startingOffsets": k.starting_offsets,
