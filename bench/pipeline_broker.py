@@ -40,12 +40,65 @@ OFFSETS_MIRROR = "mirror.consumer_offsets"
 TRANSACTION_MIRROR = "mirror.transaction_state"
 
 
-def worker(spec: dict[str, Any]) -> dict[str, Any]:
-    """Broker, mirror and query in this process; returns records, seconds and batch reports."""
-    from offsetscope import config
+def mirror_scale(bootstrap: str, groups: int, duration_s: int) -> int:
+    """Simulate ``scale`` (``groups`` x :data:`PARTITIONS` partitions, ``duration_s``) and
+    mirror it to the broker at ``bootstrap`` (module docstring); returns how many
+    internal-topic records the query will read."""
     from offsetscope.sim.scenarios.engine import simulate
     from offsetscope.sim.scenarios.mirror import MirrorNames, mirror_to_broker
     from offsetscope.sim.scenarios.spec import load_scenario
+
+    scenario = load_scenario(
+        "scale",
+        params={
+            "groups": str(groups),
+            "duration": f"{duration_s}s",
+            "partitions": str(PARTITIONS),
+        },
+    )
+    began = time.perf_counter()
+    logs = simulate(scenario).cluster.logs
+    # Data topics keep their names: the commits name them, and the end-offset sampler (lag,
+    # partition_lag) looks them up on the broker, as on the log-directory run.
+    names = MirrorNames(
+        offsets_topic=OFFSETS_MIRROR, transaction_topic=TRANSACTION_MIRROR, prefix=""
+    )
+    mirrored = mirror_to_broker(
+        logs, bootstrap, names=names, start_ms=scenario.start_ms, timeout_s=600.0
+    )
+    print(
+        f"simulated and mirrored {mirrored.produced:,} records in "
+        f"{time.perf_counter() - began:.1f} s",
+        file=sys.stderr,
+        flush=True,
+    )
+    # The scenario's data topics are mirrored too; the query reads the internal ones.
+    return sum(
+        len(batch.records)
+        for log in logs
+        if log.topic in ("__consumer_offsets", "__transaction_state")
+        for batch in log.batches
+        if not batch.is_control
+    )
+
+
+def broker_config(bootstrap: str, per_trigger: int) -> Any:
+    """``conf/local`` reading the mirror topics at ``bootstrap``, ``per_trigger`` records a
+    micro-batch at most."""
+    from offsetscope import config
+
+    return config.with_kafka_source(
+        config.load("local"),
+        bootstrap,
+        offsets_topic=OFFSETS_MIRROR,
+        transaction_topic=TRANSACTION_MIRROR,
+        max_offsets_per_trigger=per_trigger,
+    )
+
+
+def worker(spec: dict[str, Any]) -> dict[str, Any]:
+    """Broker, mirror and query in this process; returns records, seconds and batch reports."""
+    from offsetscope import config
     from offsetscope.spark.session import build_session
     from offsetscope.spark.tables import ensure_tables
 
@@ -53,46 +106,8 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     with harness_broker("bench-pipeline-broker") as handle:
-        scenario = load_scenario(
-            "scale",
-            params={
-                "groups": str(spec["groups"]),
-                "duration": f"{spec['duration_s']}s",
-                "partitions": str(PARTITIONS),
-            },
-        )
-        began = time.perf_counter()
-        logs = simulate(scenario).cluster.logs
-        # Data topics keep their names: the commits name them, and the end-offset sampler (lag,
-        # partition_lag) looks them up on the broker, as on the log-directory run.
-        names = MirrorNames(
-            offsets_topic=OFFSETS_MIRROR, transaction_topic=TRANSACTION_MIRROR, prefix=""
-        )
-        mirrored = mirror_to_broker(
-            logs, handle.bootstrap, names=names, start_ms=scenario.start_ms, timeout_s=600.0
-        )
-        print(
-            f"simulated and mirrored {mirrored.produced:,} records in "
-            f"{time.perf_counter() - began:.1f} s",
-            file=sys.stderr,
-            flush=True,
-        )
-        # The scenario's data topics are mirrored too; the query reads the internal ones.
-        internal = sum(
-            len(batch.records)
-            for log in logs
-            if log.topic in ("__consumer_offsets", "__transaction_state")
-            for batch in log.batches
-            if not batch.is_control
-        )
-        del logs
-        cfg = config.with_kafka_source(
-            config.load("local"),
-            handle.bootstrap,
-            offsets_topic=OFFSETS_MIRROR,
-            transaction_topic=TRANSACTION_MIRROR,
-            max_offsets_per_trigger=int(spec["max_records_per_trigger"]),
-        )
+        internal = mirror_scale(handle.bootstrap, int(spec["groups"]), int(spec["duration_s"]))
+        cfg = broker_config(handle.bootstrap, int(spec["max_records_per_trigger"]))
         cfg = config.with_storage(cfg, work_dir=out, schema="offsetscope_bench_broker")
         cfg = config.with_pipeline(cfg, trigger="available_now")
         spark = build_session(cfg, app_name="offsetscope-bench-pipeline-broker")

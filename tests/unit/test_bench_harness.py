@@ -260,3 +260,103 @@ def test_maintain_figures_are_per_million_records_before_and_after() -> None:
     assert after.extra == {"disk_bytes": 800_000, "files": 30, "rows": 75}
     assert by_name["maintain_end_offsets_files_after"].median == 30
     assert by_name["maintain_seconds"].extra["steps"] == result["steps"]
+
+
+def test_steady_figures_leave_out_the_first_batch_and_the_tail_of_every_run() -> None:
+    from bench.steady import steady_metrics
+
+    def run(kind: str, *batches: tuple[int, float]) -> dict[str, object]:
+        return {
+            "kind": kind,
+            "batches": [
+                {"batch_id": i, "rows_in": rows, "wall_s": wall}
+                for i, (rows, wall) in enumerate(batches)
+            ],
+        }
+
+    res = {
+        "records": 3_120_000,
+        "peak_rss_mib": {"driver_jvm": 3000.0},
+        "runs": [
+            # first batch (warm-up) and the 120,000-record tail are not steady
+            run("floor", (1_000_000, 40.0), (1_000_000, 10.0), (1_000_000, 8.0), (120_000, 1.0)),
+            run("pipeline", (1_000_000, 90.0), (1_000_000, 25.0), (1_000_000, 20.0)),
+            run("floor", (1_000_000, 30.0), (950_000, 9.5), (170_000, 2.0)),
+        ],
+    }
+    by_name = {m.name: m for m in steady_metrics(res, 10_000, 1_000_000)}
+    assert by_name["pipeline_steady_records_per_s"].samples == [40_000.0, 50_000.0]
+    assert by_name["floor_steady_records_per_s"].samples == [100_000.0, 125_000.0, 100_000.0]
+    assert by_name["pipeline_vs_floor_ratio"].median == 0.45
+    assert (
+        "3,120,000 records, micro-batches of 1,000,000"
+        in by_name["floor_steady_records_per_s"].input
+    )
+    assert by_name["pipeline_steady_records_per_s"].extra["runs"] == res["runs"]
+
+
+def test_steady_figures_need_a_steady_batch_of_each_query() -> None:
+    from bench.steady import steady_metrics
+
+    res = {
+        "records": 1_000_000,
+        "peak_rss_mib": {},
+        "runs": [
+            {"kind": "floor", "batches": [{"batch_id": 0, "rows_in": 1_000_000, "wall_s": 9.0}]},
+            {"kind": "pipeline", "batches": [{"batch_id": 0, "rows_in": 1_000_000, "wall_s": 9.0}]},
+        ],
+    }
+    with pytest.raises(RuntimeError, match="no steady batch"):
+        steady_metrics(res, 10_000, 1_000_000)
+
+
+def test_memory_figures_divide_the_large_batches_peak_by_the_small_ones() -> None:
+    from bench.memory import catchup_metric, rss_metrics
+
+    def result(python: float, jvm: float, seconds: float) -> dict[str, object]:
+        return {
+            "records": 4_000_000,
+            "seconds": seconds,
+            "batches": [{"batch_id": 0}, {"batch_id": 1}],
+            "peak_rss_mib": {"python_driver": python, "driver_jvm": jvm, "python_workers": 900.0},
+        }
+
+    large, small = result(420.0, 3_000.0, 200.0), result(400.0, 2_000.0, 250.0)
+    by_name = {m.name: m for m in rss_metrics(large, small, "input")}
+    assert by_name["driver_rss_growth"].median == 1.05
+    assert by_name["driver_jvm_rss_growth"].median == 1.5
+    assert by_name["driver_rss_growth"].extra["peak_rss_mib"]["250000"]["python_driver"] == 400.0
+    catchup = catchup_metric(large, "input")
+    assert catchup.median == 200.0
+    assert "2 batches, 20,000 records/s" in catchup.notes
+
+
+def test_scale_out_reads_a_jobs_batches_from_its_progress_lines() -> None:
+    from bench.scale_out import job_batches, scale_metrics
+
+    def line(batch: int, rows: int, seconds: float, tail: str = "") -> str:
+        return (
+            f"[offsetscope_ingest] batch {batch}: {rows} records ({rows} events, 0 quarantined, "
+            f"0 unknown) in {seconds:.1f} s ({rows / seconds:,.0f} records/s){tail}"
+        )
+
+    output = "\n".join(
+        [
+            "ingest: query offsetscope_ingest started, reading ...",
+            line(0, 250_000, 40.0, "; backlog 770,000 records in 50 partitions"),
+            line(1, 250_000, 20.0),
+            line(2, 250_000, 30.0),
+            line(3, 20_000, 9.0),
+        ]
+    )
+    batches = job_batches(output)
+    assert [(b["batch_id"], b["rows_in"], b["seconds"]) for b in batches] == [
+        (0, 250_000, 40.0), (1, 250_000, 20.0), (2, 250_000, 30.0), (3, 20_000, 9.0),
+    ]  # fmt: skip
+    slow = [dict(b, seconds=b["seconds"] * 2) for b in batches]
+    jobs = [{"cores": 1, "batches": slow}, {"cores": 2, "batches": batches}]
+    by_name = {m.name: m for m in scale_metrics(jobs, "input", 250_000)}
+    # steady: batches 1 and 2 only (500,000 records in 50 s with 2 cores)
+    assert by_name["scale_out_records_per_s_2_cores"].samples == [10_000.0]
+    assert by_name["scale_out_records_per_s_1_core"].samples == [5_000.0]
+    assert by_name["scale_out_ratio"].median == 2.0

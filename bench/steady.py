@@ -1,0 +1,268 @@
+"""Steady-state throughput from the broker: the whole pipeline against the stack's floor.
+
+Input: ``simulate scale`` (:data:`bench.pipeline.GROUPS` groups x 20 partitions, ``DURATION_S``
+of virtual time: about 3,060,000 internal-topic records), mirrored to a fresh harness broker as
+:mod:`bench.pipeline_broker` does (mirroring is setup, not timed).
+
+In one process, one Spark session (``local[2]``), one after the other on the same mirror
+topics, each query into a schema and checkpoint of its own, ``trigger = available_now``,
+``max_offsets_per_trigger`` = 1,000,000 (``BENCH_PIPELINE_PER_TRIGGER``):
+
+1. the floor;
+2. the ingest query (``offsetscope.pipelines.ingest.run``: every table, quality gates, lag
+   against the broker's end offsets, fold state, audit);
+3. the floor again (its two runs bracket the pipeline's, so drift of the machine shows).
+
+The floor is the same source -- Spark's Kafka source, a JVM source, so the floor is the stack's
+and not the source's -- and the same micro-batches with only the raw and decoded offset-commit
+appends: each batch coalesced to ``[spark] shuffle_partitions`` and persisted, appended to
+``raw_records``, decoded with the project's ``mapInArrow`` decode, and its plain offset commits
+appended to ``offset_commits`` -- the two writes every design keeps, under the same commit marks
+and replay rule as the pipeline's writes (``lib/offsetscope/spark/writes.py``).
+
+A batch's wall time runs from the end of the previous batch's ``foreachBatch`` call to the end
+of its own (so it holds the source's planning and the offset and commit log writes too). The
+first batch warms the query (JVM code generation, the first Delta commits) and a batch of fewer
+than 90% of ``max_offsets_per_trigger`` records (the input's tail) is not a steady one; every
+other batch is. Figures:
+
+* ``pipeline_steady_records_per_s``: median over the pipeline's steady batches of records /
+  wall time, with each batch's per-phase times (``BatchReport.phases``) for the profile;
+* ``floor_steady_records_per_s``: the same over both floor runs' steady batches;
+* ``pipeline_vs_floor_ratio``: the first divided by the second.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import Metric, harness_broker
+from bench.pipeline import GROUPS, PARTITIONS, run_worker
+from bench.pipeline_broker import broker_config, mirror_scale
+
+# Three full micro-batches of 1,000,000 (the first warms the query) and a short tail.
+DURATION_S = 90
+# A batch below this share of max_offsets_per_trigger is the input's tail, not a steady batch.
+FULL_BATCH = 0.9
+RUNS = ("floor", "pipeline", "floor")
+
+
+def floor_batch(cfg: Any, batch: Any, batch_id: int, clock: Any, *, fresh: bool) -> None:
+    """The floor's whole micro-batch (module docstring)."""
+    from pyspark import StorageLevel
+
+    from offsetscope.pipelines import frames
+    from offsetscope.spark import decode as dec
+    from offsetscope.spark import writes
+
+    raw = batch.coalesce(cfg.spark.shuffle_partitions).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        cluster = cfg.sources.cluster
+        writes.append(
+            frames.bronze_frame(raw, batch_id, clock.now_ms(), cluster),
+            cfg,
+            "raw_records",
+            query_name="floor",
+            batch_id=batch_id,
+            fresh=fresh,
+        )
+        commits = frames.plain_commit_frame(
+            dec.decode(raw),
+            read_committed_source=cfg.sources.kafka.isolation_level == "read_committed",
+        )
+        writes.append(
+            writes.ms_frame("offset_commits", commits, cluster=cluster),
+            cfg,
+            "offset_commits",
+            query_name="floor",
+            batch_id=batch_id,
+            fresh=fresh,
+        )
+    finally:
+        raw.unpersist()
+
+
+def run_floor(spark: Any, cfg: Any, checkpoint: Path) -> list[dict[str, Any]]:
+    """The floor query over the configured Kafka source, to the end of what is available;
+    returns its batches (records, wall seconds). Its records per batch come from the query's
+    progress, so that the floor runs no job of its own to count them."""
+    from offsetscope.clock import SystemClock
+    from offsetscope.spark import sources
+
+    wall = SystemClock()
+    batches: list[dict[str, Any]] = []
+    last = [time.perf_counter()]
+    done: list[int] = []
+
+    def each(batch: Any, batch_id: int) -> None:
+        # The pipeline's rule: a batch right after one this process completed is fresh.
+        fresh = bool(done) and batch_id == done[-1] + 1
+        floor_batch(cfg, batch, batch_id, wall, fresh=fresh)
+        done.append(batch_id)
+        now = time.perf_counter()
+        batches.append({"batch_id": batch_id, "wall_s": round(now - last[0], 3)})
+        print(f"floor batch {batch_id}: {now - last[0]:.1f} s", file=sys.stderr, flush=True)
+        last[0] = now
+
+    query = (
+        sources.cluster_stream(spark, cfg)
+        .writeStream.foreachBatch(each)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        query.awaitTermination()
+        read: dict[int, int] = {}
+        for p in query.recentProgress:
+            # A trigger that found nothing new reports the next batch id with 0 rows.
+            batch = int(p["batchId"])
+            read[batch] = max(read.get(batch, 0), int(p["numInputRows"]))
+    finally:
+        query.stop()
+    for b in batches:
+        b["rows_in"] = read[b["batch_id"]]
+    return batches
+
+
+def run_pipeline(spark: Any, cfg: Any, checkpoint: Path) -> list[dict[str, Any]]:
+    """The ingest query to the end of what is available; returns its batches (records, wall
+    seconds, per-phase seconds, rows written)."""
+    from offsetscope.pipelines import ingest
+
+    batches: list[dict[str, Any]] = []
+    last = [time.perf_counter()]
+
+    def progress(r: ingest.BatchReport) -> None:
+        now = time.perf_counter()
+        batches.append(
+            {
+                "batch_id": r.batch_id,
+                "rows_in": r.rows_in,
+                "wall_s": round(now - last[0], 3),
+                "seconds": round(r.seconds, 3),
+                "phases": {k: round(v, 3) for k, v in sorted(r.phases.items())},
+                "written": dict(r.rows_written),
+            }
+        )
+        last[0] = now
+        print(r.line(), file=sys.stderr, flush=True)
+
+    ingest.run(spark, cfg, checkpoint=str(checkpoint), progress=progress)
+    return batches
+
+
+def worker(spec: dict[str, Any]) -> dict[str, Any]:
+    """Broker, mirror and the three queries in this process (module docstring)."""
+    from offsetscope import config
+    from offsetscope.spark.session import build_session
+    from offsetscope.spark.tables import ensure_tables
+
+    out = Path(spec["out"]).resolve()
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    per_trigger = int(spec["max_records_per_trigger"])
+    runs: list[dict[str, Any]] = []
+    with harness_broker("bench-steady") as handle:
+        internal = mirror_scale(handle.bootstrap, int(spec["groups"]), int(spec["duration_s"]))
+        base = config.with_pipeline(
+            config.with_storage(
+                broker_config(handle.bootstrap, per_trigger),
+                work_dir=out,
+                schema="offsetscope_steady",
+            ),
+            trigger="available_now",
+        )
+        spark = build_session(base, app_name="offsetscope-bench-steady")
+        try:
+            for i, kind in enumerate(RUNS):
+                cfg = config.with_storage(base, schema=f"offsetscope_steady_{kind}_{i}")
+                if kind == "floor":
+                    ensure_tables(spark, cfg, ("raw_records", "offset_commits"))
+                    batches = run_floor(spark, cfg, out / f"checkpoint-{i}")
+                else:
+                    ensure_tables(spark, cfg)
+                    batches = run_pipeline(spark, cfg, out / f"checkpoint-{i}")
+                read = sum(b["rows_in"] for b in batches)
+                if read != internal:
+                    raise RuntimeError(f"{kind} run {i} read {read} records of {internal}")
+                runs.append({"kind": kind, "batches": batches})
+        finally:
+            spark.stop()
+    return {"records": internal, "runs": runs}
+
+
+def steady(batches: list[dict[str, Any]], per_trigger: int) -> list[dict[str, Any]]:
+    """The steady batches of a run: not the first, and not a tail batch."""
+    return [b for b in batches[1:] if b["rows_in"] >= FULL_BATCH * per_trigger]
+
+
+def rates(batches: list[dict[str, Any]]) -> list[float]:
+    return [b["rows_in"] / b["wall_s"] for b in batches]
+
+
+def run(runs: int = 1, scale: float = 1.0) -> list[Metric]:
+    del runs  # one process measures the pipeline once, bracketed by two floors
+    groups = max(10, int(GROUPS * scale))
+    per_trigger = int(os.environ.get("BENCH_PIPELINE_PER_TRIGGER", "1000000"))
+    if scale != 1.0:
+        per_trigger = max(1_000, int(per_trigger * scale))
+    spec = {"groups": groups, "duration_s": DURATION_S, "max_records_per_trigger": per_trigger}
+    res = run_worker("--worker", spec, "steady", module="bench.steady")
+    for r in res["runs"]:
+        print(
+            f"  {r['kind']}: "
+            + ", ".join(f"{b['rows_in']:,} in {b['wall_s']:.1f} s" for b in r["batches"]),
+            flush=True,
+        )
+    return steady_metrics(res, groups, per_trigger)
+
+
+def steady_metrics(res: dict[str, Any], groups: int, per_trigger: int) -> list[Metric]:
+    """The three figures from a :func:`worker` result (with ``peak_rss_mib``)."""
+    by_kind: dict[str, list[dict[str, Any]]] = {"floor": [], "pipeline": []}
+    for r in res["runs"]:
+        by_kind[r["kind"]].extend(steady(r["batches"], per_trigger))
+    if not by_kind["pipeline"] or not by_kind["floor"]:
+        raise RuntimeError(f"no steady batch of {per_trigger:,} records: {res['runs']}")
+    described = (
+        f"`simulate scale` {groups:,} groups x {PARTITIONS} partitions, {DURATION_S} s, "
+        f"mirrored to a harness broker: {res['records']:,} records, micro-batches of "
+        f"{per_trigger:,}"
+    )
+    pipeline = Metric(
+        "pipeline_steady_records_per_s",
+        "records/s",
+        rates(by_kind["pipeline"]),
+        described,
+        "the whole ingest query (every table, quality gates, lag, fold state, audit) from "
+        "Spark's Kafka source on local[2], available_now; one sample per steady batch (not "
+        "the first, not the tail), records / wall time between batch ends",
+        extra={"runs": res["runs"], "peak_rss_mib": res["peak_rss_mib"]},
+    )
+    floor = Metric(
+        "floor_steady_records_per_s",
+        "records/s",
+        rates(by_kind["floor"]),
+        described,
+        "the same source and micro-batches with only the raw_records append and the decoded "
+        "offset_commits append, two runs bracketing the pipeline's; one sample per steady batch",
+    )
+    ratio = Metric(
+        "pipeline_vs_floor_ratio",
+        "x",
+        [pipeline.median / floor.median],
+        described,
+        "pipeline_steady_records_per_s / floor_steady_records_per_s, measured in one process",
+    )
+    return [pipeline, floor, ratio]
+
+
+if __name__ == "__main__":
+    Path(sys.argv[3]).write_text(json.dumps(worker(json.loads(sys.argv[2]))))
