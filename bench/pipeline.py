@@ -281,7 +281,7 @@ def floor_worker(spec: dict[str, Any]) -> dict[str, Any]:
     no fold, no quality gate, no audit. Timed like :func:`timed_ingest`, from the query's start
     to the end of its last batch, with the tables created beforehand."""
     from offsetscope.clock import SystemClock
-    from offsetscope.spark import sources
+    from offsetscope.spark import sources, writes
     from offsetscope.spark.tables import ensure_tables, table_name
 
     out, cfg, spark = worker_session(spec, "offsetscope_floor", "offsetscope-bench-floor")
@@ -289,12 +289,11 @@ def floor_worker(spec: dict[str, Any]) -> dict[str, Any]:
         ensure_tables(spark, cfg, ("raw_records",))
         wall = SystemClock()
 
-        done: list[int] = []
+        sequence = writes.BatchSequence()  # the pipeline's rule for which batches are fresh
 
         def append(batch: Any, batch_id: int) -> None:
-            # The pipeline's rule: a batch right after one this process completed is fresh.
-            floor_append(cfg, batch, batch_id, wall, fresh=bool(done) and batch_id == done[-1] + 1)
-            done.append(batch_id)
+            floor_append(cfg, batch, batch_id, wall, fresh=sequence.begin(batch_id))
+            sequence.done(batch_id)
 
         began = time.perf_counter()
         query = (

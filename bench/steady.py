@@ -93,18 +93,16 @@ def run_floor(spark: Any, cfg: Any, checkpoint: Path) -> list[dict[str, Any]]:
     returns its batches (records, wall seconds). Its records per batch come from the query's
     progress, so that the floor runs no job of its own to count them."""
     from offsetscope.clock import SystemClock
-    from offsetscope.spark import sources
+    from offsetscope.spark import sources, writes
 
     wall = SystemClock()
     batches: list[dict[str, Any]] = []
     last = [time.perf_counter()]
-    done: list[int] = []
+    sequence = writes.BatchSequence()  # the pipeline's rule for which batches are fresh
 
     def each(batch: Any, batch_id: int) -> None:
-        # The pipeline's rule: a batch right after one this process completed is fresh.
-        fresh = bool(done) and batch_id == done[-1] + 1
-        floor_batch(cfg, batch, batch_id, wall, fresh=fresh)
-        done.append(batch_id)
+        floor_batch(cfg, batch, batch_id, wall, fresh=sequence.begin(batch_id))
+        sequence.done(batch_id)
         now = time.perf_counter()
         batches.append({"batch_id": batch_id, "wall_s": round(now - last[0], 3)})
         print(f"floor batch {batch_id}: {now - last[0]:.1f} s", file=sys.stderr, flush=True)
