@@ -280,6 +280,33 @@ def test_fold_state_loads_exactly_the_keys_asked_for(
     assert {(r.fold, r.key): r for r in west} == in_west
 
 
+def test_a_replayed_batch_reads_the_states_from_before_its_own_save(
+    spark: SparkSession, cfg: config.Config
+) -> None:
+    query, key = "replayed", "replay-g"
+    st.save(spark, cfg, [st.StateRow(st.GROUP, key, '{"at": 1}', 1, "c")], query_name=query,
+            batch_id=1, now_ms=T0, fresh=True)  # fmt: skip
+    st.save(spark, cfg, [st.StateRow(st.GROUP, key, '{"at": 2}', 2, "c")], query_name=query,
+            batch_id=2, now_ms=T0, fresh=True)  # fmt: skip
+    # Another writer's commit after the batch's save is no part of the batch.
+    st.save(spark, cfg, [st.StateRow(st.GROUP, "other", "{}", 0, "c")], query_name="else",
+            batch_id=9, now_ms=T0, fresh=True)  # fmt: skip
+
+    def state_at(version: int | None) -> str:
+        return st.load(spark, cfg, {st.GROUP: [key]}, cluster="c", version=version)[
+            (st.GROUP, key)
+        ].state
+
+    # Batch 2 failed after its save: its replay reads what batch 1 left.
+    assert state_at(st.replay_version(spark, cfg, query_name=query, batch_id=2)) == '{"at": 1}'
+    # Batch 3 never saved: it reads the latest.
+    assert st.replay_version(spark, cfg, query_name=query, batch_id=3) is None
+    assert state_at(None) == '{"at": 2}'
+    # A checkpoint behind the states it would fold from is refused.
+    with pytest.raises(RuntimeError, match="batch 2 of query replayed, which is replaying batch 1"):
+        st.replay_version(spark, cfg, query_name=query, batch_id=1)
+
+
 def test_a_table_from_before_clusters_gains_the_column_filled_with_the_default_cluster(
     spark: SparkSession, cfg: config.Config
 ) -> None:

@@ -6,8 +6,10 @@ committing and aborting, data partitions with transactional records and markers)
 twice, into two schemas:
 
 * **interrupted**: the first part of the log is ingested and the query stops; the log grows; the
-  next query fails one micro-batch after all its table writes and before its fold state is
-  saved; a third query restarts from the checkpoint and replays that batch;
+  next query fails one micro-batch after its fold state was saved and every table was written
+  but the group fold's (:data:`NOT_WRITTEN`); a third query restarts from the checkpoint and
+  replays that batch, which must fold from the states as they were before the failed run saved
+  its own;
 * **uninterrupted**: the whole log in one query.
 
 Every table must hold the same rows in both (except what depends on when batches ran: ingest
@@ -48,22 +50,38 @@ VOLATILE = {"ingest_batch_id", "ingested_at"}
 BATCH_DEPENDENT = {"fold_state", "batch_audit", "end_offsets", "partition_lag"}
 
 
-class FailAfterWrites(BatchWriter):
-    """Fails its first batch after every table write and before the fold state is saved."""
+# The group fold's tables: the failed batch writes none of them.
+NOT_WRITTEN = frozenset(
+    {"group_generations", "group_state_transitions", "groups_current", "member_sessions"}
+)
+
+
+class FailWithoutOneWrite(BatchWriter):
+    """Fails its first batch after every write but :data:`NOT_WRITTEN`'s, the fold state's
+    included."""
 
     failed = False
+    skipped = False
+
+    def _write_table(self, spark: SparkSession, batch_id: int, tasks: Any, *args: Any) -> Any:
+        if tasks[0].logical in NOT_WRITTEN and not FailWithoutOneWrite.failed:
+            FailWithoutOneWrite.skipped = True
+            return tasks[0].logical, 0
+        return super()._write_table(spark, batch_id, tasks, *args)
 
     def run(self, *args: Any, **kwargs: Any) -> dict[str, int]:
         written = super().run(*args, **kwargs)
-        if not FailAfterWrites.failed:
-            FailAfterWrites.failed = True
-            raise RuntimeError("injected failure after the table writes")
+        if not FailWithoutOneWrite.failed:
+            FailWithoutOneWrite.failed = True
+            if not (FailWithoutOneWrite.skipped and written.get("fold_state")):
+                raise AssertionError(f"the failing batch did not write as intended: {written}")
+            raise RuntimeError("injected failure after the fold state, without the group tables")
         return written
 
 
 def _failing_pipeline(cfg: config.Config, query: str, log_dir: Path) -> ingest.IngestPipeline:
     pipeline = ingest.IngestPipeline(cfg, query_name=query, log_dir=str(log_dir))
-    pipeline.writer = FailAfterWrites(cfg, query, pipeline.clock)
+    pipeline.writer = FailWithoutOneWrite(cfg, query, pipeline.clock)
     return pipeline
 
 
@@ -106,7 +124,7 @@ def runs(
                 failing.processAllAvailable()
         finally:
             failing.stop()
-        assert FailAfterWrites.failed
+        assert FailWithoutOneWrite.failed
         ingest.run(spark, interrupted, query_name=query, log_dir=str(log_dir))
         ingest.run(spark, uninterrupted, query_name=query, log_dir=str(log_dir))
     finally:

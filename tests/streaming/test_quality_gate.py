@@ -10,14 +10,12 @@ import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
 
 from offsetscope import config
 from offsetscope.pipelines import ingest
-from offsetscope.pipelines import state as st
 from offsetscope.protocol.codec import encode_record, make_record
 from offsetscope.protocol.log import PartitionWriter, RecordSpec
 from offsetscope.protocol.records import OFFSETS_TOPIC
@@ -51,17 +49,10 @@ def _write_log(root: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def results_at_state_save() -> list[list[tuple[str, int]]]:
-    """Per fold-state save of the run: the (table, batch) rows ``quality_results`` held then."""
-    return []
-
-
-@pytest.fixture(scope="module")
 def ingested(
     spark: SparkSession,
     offsetscope_config: config.Config,
     tmp_path_factory: pytest.TempPathFactory,
-    results_at_state_save: list[list[tuple[str, int]]],
 ) -> Iterator[config.Config]:
     root = tmp_path_factory.mktemp("quality_gate")
     _write_log(root / "logs")
@@ -71,19 +62,7 @@ def ingested(
     )
     cfg = config.with_pipeline(cfg, trigger="available_now", sample_end_offsets=False)
     catalogue.ensure_tables(spark, cfg)
-    save = st.save
-
-    def watched_save(session: SparkSession, *args: Any, **kwargs: Any) -> int:
-        if kwargs.get("query_name", "").endswith(f":{ingest.CLUSTERS}"):
-            # the query's clusters, recorded when it starts: before any batch or result
-            return save(session, *args, **kwargs)
-        held = session.sql(f"SELECT table_name, batch_id FROM {cfg.storage.schema}.quality_results")
-        results_at_state_save.append(sorted((r[0], r[1]) for r in held.collect()))
-        return save(session, *args, **kwargs)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(st, "save", watched_save)
-        ingest.run(spark, cfg, query_name="quality_gate")
+    ingest.run(spark, cfg, query_name="quality_gate")
     try:
         yield cfg
     finally:
@@ -123,12 +102,3 @@ def test_results_name_the_failed_suite_once_per_batch(
     assert [
         (r["batch_id"], r["success"], r["evaluated_rows"], r["failed_rows"]) for r in results
     ] == [(0, False, 3, 2)]
-
-
-def test_results_are_committed_before_the_fold_state(
-    ingested: config.Config, results_at_state_save: list[list[tuple[str, int]]]
-) -> None:
-    """The results MERGE overlaps the slower table writes but must be in before the fold state
-    is saved: a batch that fails after its state is saved is not folded again. (The query's
-    lease is released with one more save when the query ends.)"""
-    assert results_at_state_save == [[("groups_current", 0), ("offset_commits", 0)]] * 2

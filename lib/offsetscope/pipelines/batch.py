@@ -28,9 +28,11 @@ Per micro-batch (``foreachBatch``, with ``batch_df.sparkSession``)::
   id. Fold state is loaded for the keys in the batch only and written back by MERGE: a batch
   costs what its records cost, whatever the history.
 * **Writes** (:mod:`offsetscope.pipelines.writer`): queued while the batch is worked out, then
-  run table by table in parallel, each gold table behind its quality gate. The fold state is
-  saved after all of them and the audit row last, so a batch that failed half-way is folded
-  again from the same state and yields the same rows; every write is idempotent.
+  run table by table in parallel, each gold table behind its quality gate, the fold-state MERGE
+  among them; the audit row last. A batch that failed half-way is replayed from the states as
+  they were before its own fold-state MERGE (:func:`offsetscope.pipelines.state.replay_version`),
+  so it is folded again from the same state and yields the same rows; every write is
+  idempotent.
 * Infrastructure errors are never caught: they fail the batch and the query.
 """
 
@@ -157,6 +159,9 @@ class Batch:
     transactions: Sequence[TransactionRow] = ()
     # Not a replay: its writes skip the replay check (offsetscope.spark.writes).
     fresh: bool = False
+    # The fold_state version a replayed batch reads its states at (offsetscope.pipelines.state,
+    # replay_version); None: the latest.
+    state_version: int | None = None
 
 
 class IngestPipeline:
@@ -261,6 +266,10 @@ class IngestPipeline:
             if rows_in == 0:
                 self.sequence.done(batch_id)
                 return
+            if not fresh:
+                shared.state_version = st.replay_version(
+                    spark, self.cfg, query_name=self.query_name, batch_id=batch_id
+                )
             counts: dict[str, int] = defaultdict(int)
             folded: dict[str, int] = defaultdict(int)
             not_seen = 0
@@ -291,22 +300,23 @@ class IngestPipeline:
             event_time = max(
                 (int(s["max_ts"]) for s in stats if s["max_ts"] is not None), default=None
             )
-            written = self.writer.run(
-                spark, batch_id, BatchWriter.combine(shared.tasks), shared.timings, fresh=fresh
-            )
             shared.new_states.append(
                 lease.lease_row(self.cfg, self.query_name, batch_id, self.clock.now_ms())
             )
-            with shared.timings.timed("save state"):
-                st.save(
-                    spark,
-                    self.cfg,
-                    shared.new_states,
-                    query_name=self.query_name,
-                    batch_id=batch_id,
-                    now_ms=shared.started_ms,
-                    fresh=fresh,
+            new_states = tuple(shared.new_states)
+            # Beside the table writes: a replay reads the states from before this MERGE.
+            shared.tasks.append(
+                Write(
+                    st.STATE,
+                    True,
+                    lambda: st.records(new_states, batch_id=batch_id, now_ms=shared.started_ms),
+                    len(new_states),
+                    tuple(st.prune(new_states)),
                 )
+            )
+            written = self.writer.run(
+                spark, batch_id, BatchWriter.combine(shared.tasks), shared.timings, fresh=fresh
+            )
             for row in shared.new_states:
                 self._states[StateKey(row.cluster, row.fold, row.key)] = row
             report = BatchReport(
@@ -468,7 +478,9 @@ class IngestPipeline:
         }
         if any(missing.values()):
             with b.timings.timed("load state"):
-                found = st.load(b.spark, self.cfg, missing, cluster=b.cluster)
+                found = st.load(
+                    b.spark, self.cfg, missing, cluster=b.cluster, version=b.state_version
+                )
             for fold, absent in missing.items():
                 for k in absent:
                     self._states[StateKey(b.cluster, fold, k)] = found.get((fold, k))

@@ -10,13 +10,19 @@ only the keys its records touch (one filtered read; Delta skips files by the key
 writes back only the keys whose state changed, by MERGE under the batch's idempotency marks.
 The table is the source of truth: a restarted query, or another process, picks up exactly the
 state the last committed batch left.
+
+A batch's state MERGE runs beside its table writes (:mod:`offsetscope.pipelines.batch`), so a
+batch that failed may have saved its states and not all its rows. Its replay therefore reads
+the states as they were before its own MERGE: :func:`replay_version` finds that MERGE by its
+commit mark (:mod:`offsetscope.spark.writes`) and :func:`load` reads the table at the Delta
+version before it (time travel), so the replay folds from the same states as the failed run
+and yields the same rows, which its idempotent writes then complete.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
@@ -53,7 +59,12 @@ class StateRow:
 
 
 def load(
-    spark: SparkSession, cfg: Config, wanted: Mapping[str, Iterable[str]], *, cluster: str
+    spark: SparkSession,
+    cfg: Config,
+    wanted: Mapping[str, Iterable[str]],
+    *,
+    cluster: str,
+    version: int | None = None,
 ) -> dict[tuple[str, str], StateRow]:
     """The stored states of ``wanted`` (fold -> keys) in ``cluster``; keys without a state are
     absent.
@@ -63,6 +74,8 @@ def load(
         cfg: table names.
         wanted: per fold, the keys this batch touches.
         cluster: the cluster whose states (:data:`DEPLOYMENT` for the deployment's own).
+        version: read the table as of this Delta version (:func:`replay_version`); the latest
+            when ``None``.
     """
     # One SQL expression, parsed once by the JVM: Column.isin sends every key through py4j on its
     # own, a round trip per key of a large batch (docs/benchmarks.md, "Measurements behind design
@@ -74,9 +87,14 @@ def load(
     ]
     if not predicates:
         return {}
+    name = catalogue.table_name(cfg, STATE)
+    table = (
+        spark.table(name)
+        if version is None
+        else spark.sql(f"SELECT * FROM {name} VERSION AS OF {version}")
+    )
     rows = (
-        spark.table(catalogue.table_name(cfg, STATE))
-        .where(f"{catalogue.CLUSTER} = {writes.sql_literal(cluster)}")
+        table.where(f"{catalogue.CLUSTER} = {writes.sql_literal(cluster)}")
         .where(" OR ".join(predicates))
         .select("fold", "key", "state", "last_offset")
         .toArrow()
@@ -86,6 +104,56 @@ def load(
         (r["fold"], r["key"]): StateRow(r["fold"], r["key"], r["state"], r["last_offset"], cluster)
         for r in rows
     }
+
+
+def replay_version(
+    spark: SparkSession, cfg: Config, *, query_name: str, batch_id: int
+) -> int | None:
+    """The Delta version of the table to read batch ``batch_id``'s states at: the one before
+    that batch's own state MERGE when it landed (the batch is a replay of one that failed after
+    it), else ``None`` (the latest)."""
+    table = catalogue.table_name(cfg, STATE)
+    found = writes.latest_mark(spark, table, writes.app_id(query_name, STATE, "merge"))
+    if found is None or found[0] < batch_id:
+        return None
+    marked_batch, version = found
+    if marked_batch > batch_id:
+        # Spark replays only the last batch it did not commit: a later batch's states mean the
+        # checkpoint is older than the tables (restored, or another query's under this name).
+        raise RuntimeError(
+            f"{table} holds the states of batch {marked_batch} of query {query_name}, which "
+            f"is replaying batch {batch_id}: its checkpoint is behind its tables"
+        )
+    return version - 1
+
+
+def records(rows: Iterable[StateRow], *, batch_id: int, now_ms: int) -> pa.Table:
+    """``rows`` as the table's written columns, stamped with the batch that wrote them."""
+    return pa.Table.from_pylist(
+        [
+            {
+                "fold": r.fold,
+                "key": r.key,
+                "state": r.state,
+                "last_offset": r.last_offset,
+                "updated_batch_id": batch_id,
+                "updated_at": now_ms,
+                catalogue.CLUSTER: r.cluster,
+            }
+            for r in rows
+        ],
+        schema=catalogue.arrow_schema(_SPEC),
+    )
+
+
+def prune(rows: Iterable[StateRow]) -> list[str]:
+    """The MERGE's restriction of the table to the folds and keys of ``rows``."""
+    rows = list(rows)
+    found = [
+        writes.in_list("fold", [r.fold for r in rows]),
+        writes.in_list("key", [r.key for r in rows]),
+    ]
+    return [p for p in found if p is not None]
 
 
 def save(
@@ -100,34 +168,17 @@ def save(
 ) -> int:
     """Write changed states back (MERGE on (fold, key, cluster)); returns rows written.
     ``fresh``: the batch cannot be a replay (:mod:`offsetscope.spark.writes`)."""
-    records: list[dict[str, Any]] = [
-        {
-            "fold": r.fold,
-            "key": r.key,
-            "state": r.state,
-            "last_offset": r.last_offset,
-            "updated_batch_id": batch_id,
-            "updated_at": now_ms,
-            catalogue.CLUSTER: r.cluster,
-        }
-        for r in rows
-    ]
-    if not records:
+    rows = list(rows)
+    table = records(rows, batch_id=batch_id, now_ms=now_ms)
+    if not table.num_rows:
         return 0
     # Each record names its cluster: one MERGE writes the states of every cluster of a batch.
-    source = writes.table_frame(
-        spark, STATE, pa.Table.from_pylist(records, schema=catalogue.arrow_schema(_SPEC))
-    )
-    prune = [writes.in_list("fold", [r["fold"] for r in records])]
-    keys = writes.in_list("key", [r["key"] for r in records])
-    if keys is not None:
-        prune.append(keys)
     return writes.merge(
-        source,
+        writes.table_frame(spark, STATE, table),
         cfg,
         STATE,
         query_name=query_name,
         batch_id=batch_id,
-        prune=[p for p in prune if p is not None],
+        prune=prune(rows),
         fresh=fresh,
     )

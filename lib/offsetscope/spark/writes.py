@@ -165,6 +165,13 @@ def marked(user_metadata: str | None) -> tuple[str, int] | None:
 def recorded_version(spark: SparkSession, table: str, application: str) -> int | None:
     """The version of ``application``'s latest marked commit to ``table`` (the history, newest
     first, until its first commit of ``application``); ``None`` if no retained commit has it."""
+    found = latest_mark(spark, table, application)
+    return None if found is None else found[0]
+
+
+def latest_mark(spark: SparkSession, table: str, application: str) -> tuple[int, int] | None:
+    """``application``'s latest marked commit to ``table``: (the version it marks, the table's
+    Delta version it made); ``None`` if no retained commit has it."""
     limit = HISTORY_STEP
     while True:
         rows = (
@@ -175,7 +182,7 @@ def recorded_version(spark: SparkSession, table: str, application: str) -> int |
         for row in sorted(rows, key=lambda r: -int(r["version"])):
             found = marked(row["userMetadata"])
             if found is not None and found[0] == application:
-                return found[1]
+                return found[1], int(row["version"])
         if len(rows) < limit:
             return None
         limit *= 8
