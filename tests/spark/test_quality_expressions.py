@@ -19,6 +19,7 @@ from quality_rows import CLEAN, DUPLICATES, NOW, PLANTED
 from offsetscope.config import QualityConfig
 from offsetscope.history.rows import EndOffsetSample, OffsetCommitRow
 from offsetscope.quality import expressions, suites
+from offsetscope.quality.model import QualityResultRow
 from offsetscope.quality.validate import FAILED, bounds, validate
 from offsetscope.spark import writes
 
@@ -47,6 +48,8 @@ def _named(df: DataFrame, key: tuple[str, ...]) -> list[str]:
 
 
 def _same_decision(df: DataFrame, table: str, **settings: Any) -> None:
+    """great-expectations, the compiled gate before a write and the gate counted by the write
+    decide alike."""
     columns = tuple(df.columns)
     quality = QualityConfig(**settings)
     ge_good, ge_failed, ge_result = validate(df, table, 4, clock=NOW, settings=quality)
@@ -55,21 +58,37 @@ def _same_decision(df: DataFrame, table: str, **settings: Any) -> None:
         assert _rows(gated.good) == _rows(ge_good)
         assert tuple(gated.good.columns) == columns
         assert _named(gated.failed, columns) == _named(ge_failed, columns)
-        assert (gated.result.evaluated_rows, gated.result.failed_rows) == (
-            ge_result.evaluated_rows,
-            ge_result.failed_rows,
-        )
-        assert gated.result.success == ge_result.success
-        assert gated.result.failed_expectations == ge_result.failed_expectations
-        assert [
-            (e.name, e.expectation_type, e.columns, e.success, e.unexpected_count)
-            for e in gated.result.expectations
-        ] == [
-            (e.name, e.expectation_type, e.columns, e.success, e.unexpected_count)
-            for e in ge_result.expectations
-        ]
+        _same_result(gated.result, ge_result)
     finally:
         gated.release()
+    observed = expressions.observe_frame(df, table, 4, clock=NOW, settings=quality)
+    assert tuple(observed.good.columns) == columns
+    assert _rows(observed.good) == _rows(ge_good)  # the pass that counts
+    _same_result(observed.result(), ge_result)
+    assert _named(observed.failed(), columns) == _named(ge_failed, columns)
+
+
+def _same_result(got: QualityResultRow, expected: QualityResultRow) -> None:
+    assert (got.evaluated_rows, got.failed_rows) == (expected.evaluated_rows, expected.failed_rows)
+    assert got.success == expected.success
+    assert got.failed_expectations == expected.failed_expectations
+    assert [
+        (e.name, e.expectation_type, e.columns, e.success, e.unexpected_count)
+        for e in got.expectations
+    ] == [
+        (e.name, e.expectation_type, e.columns, e.success, e.unexpected_count)
+        for e in expected.expectations
+    ]
+
+
+def test_a_gate_counted_by_its_write_reports_once_the_write_ran(spark: SparkSession) -> None:
+    rows = [*CLEAN, *(r for r, _ in PLANTED.values())]
+    df = writes.rows_frame(spark, "group_generations", rows, cluster="default")
+    observed = expressions.observe_frame(df, "group_generations", 4, clock=NOW)
+    observed.good.write.format("noop").mode("overwrite").save()
+    result = observed.result()
+    assert (result.evaluated_rows, result.failed_rows) == (len(rows), len(PLANTED))
+    assert not result.success
 
 
 def test_planted_generations_break_the_same_checks(spark: SparkSession) -> None:

@@ -10,14 +10,16 @@ slowest table).
 validates the batch's rows where they are. Fold outputs are on the driver already: great-
 expectations checks them there, with no Spark job (:func:`offsetscope.quality.validate.
 validate_table`). Rows that stay in Spark (the batch's plain offset commits, most of its
-records) are checked in the executors by the same suite compiled to column expressions
-(:func:`offsetscope.quality.expressions.validate_frame`), and only counts reach the driver.
-Either way the results row is kept, failing rows go to ``quality_quarantine`` (``[quality]
-quarantine_failed_rows``) and the rest is what gets written. Gates of different tables run in
-their tables' threads; great-expectations' own step runs one at a time. The results of all
-the batch's gates are recorded in one append as soon as the last gate has passed, while the
-slower writes finish, and before :meth:`run` returns: whoever saves the batch's fold state
-afterwards knows its results are in.
+records) are checked in the executors by the same suite compiled to column expressions, and
+only counts reach the driver: a batch that cannot be a replay is counted by the append itself
+(:func:`offsetscope.quality.expressions.observe_frame`: one pass over the rows, failing rows
+quarantined once it has run), any other batch before it
+(:func:`offsetscope.quality.expressions.validate_frame`). Either way the results row is kept,
+failing rows go to ``quality_quarantine`` (``[quality] quarantine_failed_rows``) and the rest
+is what gets written. Gates of different tables run in their tables' threads; great-
+expectations' own step runs one at a time. The results of all the batch's gates are recorded
+in one append as soon as the last gate has passed, while the slower writes finish, and before
+:meth:`run` returns.
 
 **Exactly once.** Every write is marked with its app id and batch id and, unless the batch is
 known not to be a replay (``fresh``), checked against the marks already in its table
@@ -267,9 +269,21 @@ class BatchWriter:
             session = self._session_for(spark, task.logical) if task.merge else spark
             gated = self._validates(task.logical)
             checked: expressions.Gated | None = None
+            observed: expressions.Observed | None = None
             if isinstance(task.source, DataFrame):
                 frame = task.source
-                if gated:
+                if gated and fresh and not task.merge:
+                    # Counted by the append, which runs: a fresh batch is no replay.
+                    with timings.timed(f"quality {task.logical}"):
+                        observed = expressions.observe_frame(
+                            frame,
+                            task.logical,
+                            batch_id,
+                            settings=self.cfg.quality,
+                            clock=self.clock,
+                        )
+                    frame = observed.good
+                elif gated:
                     checked = self._gate_frame(spark, batch_id, frame, task.logical, timings)
                     results.append(checked.result)
                     gate_passed()
@@ -306,6 +320,9 @@ class BatchWriter:
                 # The gate's cached annotation, also when the write failed.
                 if checked is not None:
                     checked.release()
+            if observed is not None:
+                results.append(self._observed_result(spark, observed, timings))
+                gate_passed()
         return tasks[0].logical, written
 
     def _validates(self, logical: str) -> bool:
@@ -343,6 +360,15 @@ class BatchWriter:
             )
             self._quarantine(spark, checked.result, lambda _: checked.failed)
             return checked
+
+    def _observed_result(
+        self, spark: SparkSession, observed: expressions.Observed, timings: Timings
+    ) -> QualityResultRow:
+        """The results row of a batch its write counted; its failing rows to quarantine."""
+        with timings.timed(f"quality {observed.table}"):
+            result = observed.result()
+            self._quarantine(spark, result, lambda _: observed.failed())
+            return result
 
     def _quarantine(
         self,

@@ -6,6 +6,8 @@ of every micro-batch can afford neither once batches are large, so the suites' c
 (:mod:`offsetscope.quality.suites`, all row-level) are compiled here into one boolean column
 per check -- true where the row breaks it -- and the batch is annotated, split and counted in
 the executors: one aggregation returns the counts, and nothing per row reaches the driver.
+A batch that cannot be a replay is counted in the pass that writes it instead
+(:func:`observe_frame`, a Spark ``Observation`` of the write): the batch is read once.
 A uniqueness check names its rows with a window over the batch, which sorts it; a hash
 aggregation first (:func:`repeats`) finds whether any key repeats at all, and the window runs
 only when one does -- a batch whose keys are unique by construction skips the sort.
@@ -33,11 +35,11 @@ names of the checks they broke.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, Observation, Window
 from pyspark.sql import functions as F
 
 from offsetscope.clock import Clock
@@ -183,16 +185,95 @@ def validate_frame(
     """
     settings, started, now, checks = start(table, df.columns, settings, clock)
     annotated = annotate(df, checks).persist()
-    counts = annotated.agg(
+    counts = annotated.agg(*_counters(checks)).first()
+    if counts is None:  # an aggregation without grouping returns one row, even on no rows
+        raise RuntimeError(f"no counts for the {table} gate")
+    row = _result(table, batch_id, counts.asDict(), checks, now, started)
+    failed = annotated.where(F.size(FAILED) > 0)
+    passing = annotated.where(F.size(FAILED) == 0) if settings.quarantine_failed_rows else annotated
+    return Gated(passing.drop(FAILED), failed, row, annotated)
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """A batch through its gate in the pass that writes it (:func:`observe_frame`).
+
+    ``good`` is what to write: the rows no check named, counted as the write reads them. Once
+    that write has run, :meth:`result` is the results row and :meth:`failed` the named rows
+    (computed again from the batch, so only worth reading when the result counts some).
+    """
+
+    good: DataFrame
+    annotated: DataFrame
+    observation: Observation
+    table: str
+    batch_id: int
+    checks: tuple[suites.Check, ...]
+    now: int
+    started: float
+
+    def result(self) -> QualityResultRow:
+        """The results row; call it after ``good`` was written (it waits for that write)."""
+        counts = self.observation.get
+        if not counts:
+            raise RuntimeError(f"the {self.table} gate's write reported no counts")
+        return _result(self.table, self.batch_id, counts, self.checks, self.now, self.started)
+
+    def failed(self) -> DataFrame:
+        """The rows some check named, with ``failed_expectations``."""
+        return self.annotated.where(F.size(FAILED) > 0)
+
+
+def observe_frame(
+    df: DataFrame,
+    table: str,
+    batch_id: int,
+    *,
+    settings: QualityConfig | None = None,
+    clock: Clock | None = None,
+) -> Observed:
+    """Validate a batch of ``table`` in the pass that writes it: the counts
+    :func:`validate_frame` aggregates in a job of their own are a Spark ``Observation`` of the
+    write instead, so the batch is read once rather than annotated, persisted and counted
+    first. Only a uniqueness check still costs a job before the write (:func:`repeats`).
+
+    The write must run: a write skipped as a replay never reports the counts, so only a batch
+    that cannot be a replay (``offsetscope.spark.writes``, fresh) takes this path. Failing rows
+    reach quarantine after the table's write, not before it.
+
+    Raises:
+        KeyError: ``table`` has no suite.
+    """
+    settings, started, now, checks = start(table, df.columns, settings, clock)
+    observation = Observation()
+    annotated = annotate(df, checks)
+    counted = annotated.observe(observation, *_counters(checks))
+    good = (
+        counted.where(F.size(FAILED) == 0) if settings.quarantine_failed_rows else counted
+    ).drop(FAILED)
+    return Observed(good, annotated, observation, table, batch_id, checks, now, started)
+
+
+def _counters(checks: Sequence[suites.Check]) -> list[Column]:
+    """The aggregates of a gate over an annotated batch: rows, failed rows, rows per check."""
+    return [
         F.count(F.lit(1)).alias("rows"),
         F.count_if(F.size(FAILED) > 0).alias("failed"),
         *[
             F.count_if(F.array_contains(FAILED, c.name)).alias(f"c{i}")
             for i, c in enumerate(checks)
         ],
-    ).first()
-    if counts is None:  # an aggregation without grouping returns one row, even on no rows
-        raise RuntimeError(f"no counts for the {table} gate")
+    ]
+
+
+def _result(
+    table: str,
+    batch_id: int,
+    counts: Mapping[str, Any],
+    checks: Sequence[suites.Check],
+    now: int,
+    started: float,
+) -> QualityResultRow:
     expectations = [
         ExpectationResult(
             name=c.name,
@@ -203,9 +284,6 @@ def validate_frame(
         )
         for i, c in enumerate(checks)
     ]
-    row = result_row(
+    return result_row(
         table, batch_id, int(counts["rows"]), int(counts["failed"]), expectations, now, started
     )
-    failed = annotated.where(F.size(FAILED) > 0)
-    passing = annotated.where(F.size(FAILED) == 0) if settings.quarantine_failed_rows else annotated
-    return Gated(passing.drop(FAILED), failed, row, annotated)
