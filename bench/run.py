@@ -228,6 +228,18 @@ LIMITS: dict[str, str] = {
         "batch is what small_batch_s measures, and a 5 s trigger needs it under 5 s."
     ),
     "small_batch_s": (
+        "Measured again 16:49-16:59 on 2026-11-27 (UTC), nothing else running, with the "
+        "fold-state MERGE among the table writes and the offset_commits gate counted by its "
+        "append, on the afternoon's faster machine state: 24 warm batches of 1,004-1,042 "
+        "records in three runs (run medians 6.3, 6.4 and 6.0 s), median 6.3 s against "
+        "0.43 s for the same batch appended alone, 14.4x (the 3 s target is not met). Where a "
+        "batch's time goes (medians of the phases): the table writes 4.4 s wall -- the "
+        "groups_current and fold-state MERGEs side by side, 4.1 and 4.2 s, beside the "
+        "offset_commits gate 1.0 s and append 1.2 s, raw_records 0.75 s and the quality "
+        "results 0.6 s -- after commit summary 0.5 s, decode 0.4 s, read 0.2 s and lag 0.2 s. "
+        "The two MERGEs are what is left: alone, in sequence, they took about 3 and 1.9 s on "
+        "this machine state, so fewer MERGEs, not more overlap, is what brings the batch "
+        "down on 2 cores. What follows was measured in the morning, before both changes. "
         "Measured 08:15-08:41 on 2026-11-27 (UTC), nothing else running, on a machine state "
         "about three times slower than 2026-11-24's (the freshness batches of that day took "
         "4.5-6.4 s; the same path takes 10-17 s now). Eight warm batches of 1,004-1,042 "
