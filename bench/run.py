@@ -56,6 +56,8 @@ TARGETS: dict[str, str] = {
     "pipeline_steady_records_per_s": "the floor's 0.7x",
     "floor_steady_records_per_s": "none: raw and decoded offset-commit appends only",
     "pipeline_vs_floor_ratio": ">= 0.7",
+    "pipeline_steady_logdir_records_per_s": "the floor's 0.7x",
+    "pipeline_logdir_vs_floor_ratio": ">= 0.7",
     "driver_rss_growth": "<= 1.2",
     "driver_jvm_rss_growth": "none: on local[2] the JVM also runs the executors",
     "catchup_10m_s": "none: reported with peak memory",

@@ -1,8 +1,10 @@
-"""Steady-state throughput from the broker: the whole pipeline against the stack's floor.
+"""Steady-state throughput from the broker and from a log directory: the whole pipeline against
+the stack's floor.
 
 Input: ``simulate scale`` (:data:`bench.pipeline.GROUPS` groups x 20 partitions, ``DURATION_S``
 of virtual time: about 3,060,000 internal-topic records), mirrored to a fresh harness broker as
-:mod:`bench.pipeline_broker` does (mirroring is setup, not timed).
+:mod:`bench.pipeline_broker` does (mirroring is setup, not timed), and the same scenario written
+as a Kafka log directory (:class:`bench.pipeline.Input`, cached between runs).
 
 In one process, one Spark session (``local[2]``), one after the other on the same mirror
 topics, each query into a schema and checkpoint of its own, ``trigger = available_now``,
@@ -11,7 +13,9 @@ topics, each query into a schema and checkpoint of its own, ``trigger = availabl
 1. the floor;
 2. the ingest query (``offsetscope.pipelines.ingest.run``: every table, quality gates, lag
    against the broker's end offsets, fold state, audit);
-3. the floor again (its two runs bracket the pipeline's, so drift of the machine shows).
+3. the ingest query over the log directory (``[sources] kind = "segments"``, the same
+   ``max_records_per_trigger``; lag against the data topics' segments in the same directory);
+4. the floor again (its two runs bracket the pipelines', so drift of the machine shows).
 
 The floor is the same source -- Spark's Kafka source, a JVM source, so the floor is the stack's
 and not the source's -- and the same micro-batches with only the raw and decoded offset-commit
@@ -29,7 +33,10 @@ other batch is. Figures:
 * ``pipeline_steady_records_per_s``: median over the pipeline's steady batches of records /
   wall time, with each batch's per-phase times (``BatchReport.phases``) for the profile;
 * ``floor_steady_records_per_s``: the same over both floor runs' steady batches;
-* ``pipeline_vs_floor_ratio``: the first divided by the second.
+* ``pipeline_vs_floor_ratio``: the first divided by the second;
+* ``pipeline_steady_logdir_records_per_s`` and ``pipeline_logdir_vs_floor_ratio``: the same for
+  the log-directory run, against the same floor. The segment source is a Python data source,
+  so this ratio holds the source's cost too, which is why the floor stays the JVM source's.
 """
 
 from __future__ import annotations
@@ -43,14 +50,19 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Metric, harness_broker
-from bench.pipeline import GROUPS, PARTITIONS, run_worker
+from bench.pipeline import GROUPS, PARTITIONS, Input, run_worker
 from bench.pipeline_broker import broker_config, mirror_scale
 
 # Three full micro-batches of 1,000,000 (the first warms the query) and a short tail.
 DURATION_S = 90
 # A batch below this share of max_offsets_per_trigger is the input's tail, not a steady batch.
 FULL_BATCH = 0.9
-RUNS = ("floor", "pipeline", "floor")
+RUNS = ("floor", "pipeline", "pipeline_logdir", "floor")
+# The run kinds that run the ingest query, and the figure each one's batches give.
+PIPELINES = {
+    "pipeline": "pipeline_steady_records_per_s",
+    "pipeline_logdir": "pipeline_steady_logdir_records_per_s",
+}
 
 
 def floor_batch(cfg: Any, batch: Any, batch_id: int, clock: Any, *, fresh: bool) -> None:
@@ -166,6 +178,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     per_trigger = int(spec["max_records_per_trigger"])
+    log_dir = Path(spec["log_dir"]).resolve()
     runs: list[dict[str, Any]] = []
     with harness_broker("bench-steady") as handle:
         internal = mirror_scale(handle.bootstrap, int(spec["groups"]), int(spec["duration_s"]))
@@ -181,15 +194,23 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         try:
             for i, kind in enumerate(RUNS):
                 cfg = config.with_storage(base, schema=f"offsetscope_steady_{kind}_{i}")
+                expected = internal
                 if kind == "floor":
                     ensure_tables(spark, cfg, ("raw_records", "offset_commits"))
                     batches = run_floor(spark, cfg, out / f"checkpoint-{i}")
                 else:
+                    if kind == "pipeline_logdir":
+                        cfg = config.with_segment_source(
+                            cfg, log_dir, max_records_per_trigger=per_trigger
+                        )
+                        # The segment source also reads the control records the Kafka one
+                        # never delivers.
+                        expected = int(spec["log_dir_records"])
                     ensure_tables(spark, cfg)
                     batches = run_pipeline(spark, cfg, out / f"checkpoint-{i}")
                 read = sum(b["rows_in"] for b in batches)
-                if read != internal:
-                    raise RuntimeError(f"{kind} run {i} read {read} records of {internal}")
+                if read != expected:
+                    raise RuntimeError(f"{kind} run {i} read {read} records of {expected}")
                 runs.append({"kind": kind, "batches": batches})
         finally:
             spark.stop()
@@ -211,7 +232,15 @@ def run(runs: int = 1, scale: float = 1.0) -> list[Metric]:
     per_trigger = int(os.environ.get("BENCH_PIPELINE_PER_TRIGGER", "1000000"))
     if scale != 1.0:
         per_trigger = max(1_000, int(per_trigger * scale))
-    spec = {"groups": groups, "duration_s": DURATION_S, "max_records_per_trigger": per_trigger}
+    source = Input(groups, DURATION_S)
+    manifest = source.generate()
+    spec = {
+        "groups": groups,
+        "duration_s": DURATION_S,
+        "max_records_per_trigger": per_trigger,
+        "log_dir": str(source.log_dir),
+        "log_dir_records": manifest["records"],
+    }
     res = run_worker("--worker", spec, "steady", module="bench.steady")
     for r in res["runs"]:
         print(
@@ -223,26 +252,17 @@ def run(runs: int = 1, scale: float = 1.0) -> list[Metric]:
 
 
 def steady_metrics(res: dict[str, Any], groups: int, per_trigger: int) -> list[Metric]:
-    """The three figures from a :func:`worker` result (with ``peak_rss_mib``)."""
-    by_kind: dict[str, list[dict[str, Any]]] = {"floor": [], "pipeline": []}
+    """The figures from a :func:`worker` result (with ``peak_rss_mib``): the floor, and each
+    pipeline run kind present with its ratio to the floor."""
+    by_kind: dict[str, list[dict[str, Any]]] = {}
     for r in res["runs"]:
-        by_kind[r["kind"]].extend(steady(r["batches"], per_trigger))
-    if not by_kind["pipeline"] or not by_kind["floor"]:
+        by_kind.setdefault(r["kind"], []).extend(steady(r["batches"], per_trigger))
+    if not by_kind.get("pipeline") or not by_kind.get("floor"):
         raise RuntimeError(f"no steady batch of {per_trigger:,} records: {res['runs']}")
     described = (
         f"`simulate scale` {groups:,} groups x {PARTITIONS} partitions, {DURATION_S} s, "
         f"mirrored to a harness broker: {res['records']:,} records, micro-batches of "
         f"{per_trigger:,}"
-    )
-    pipeline = Metric(
-        "pipeline_steady_records_per_s",
-        "records/s",
-        rates(by_kind["pipeline"]),
-        described,
-        "the whole ingest query (every table, quality gates, lag, fold state, audit) from "
-        "Spark's Kafka source on local[2], available_now; one sample per steady batch (not "
-        "the first, not the tail), records / wall time between batch ends",
-        extra={"runs": res["runs"], "peak_rss_mib": res["peak_rss_mib"]},
     )
     floor = Metric(
         "floor_steady_records_per_s",
@@ -252,14 +272,40 @@ def steady_metrics(res: dict[str, Any], groups: int, per_trigger: int) -> list[M
         "the same source and micro-batches with only the raw_records append and the decoded "
         "offset_commits append, two runs bracketing the pipeline's; one sample per steady batch",
     )
-    ratio = Metric(
-        "pipeline_vs_floor_ratio",
-        "x",
-        [pipeline.median / floor.median],
-        described,
-        "pipeline_steady_records_per_s / floor_steady_records_per_s, measured in one process",
-    )
-    return [pipeline, floor, ratio]
+    sources = {
+        "pipeline": "from Spark's Kafka source",
+        "pipeline_logdir": "from the same scenario as a Kafka log directory (the segment source)",
+    }
+    out: list[Metric] = []
+    for kind, name in PIPELINES.items():
+        if kind not in by_kind:
+            continue
+        if not by_kind[kind]:
+            raise RuntimeError(f"no steady batch of {per_trigger:,} records in the {kind} run")
+        # The Kafka run's figure keeps every run (the floors' batches too), as it always has.
+        runs = res["runs"] if kind == "pipeline" else [r for r in res["runs"] if r["kind"] == kind]
+        pipeline = Metric(
+            name,
+            "records/s",
+            rates(by_kind[kind]),
+            described,
+            "the whole ingest query (every table, quality gates, lag, fold state, audit) "
+            f"{sources[kind]} on local[2], available_now; one sample per steady batch (not "
+            "the first, not the tail), records / wall time between batch ends",
+            extra={"runs": runs, "peak_rss_mib": res["peak_rss_mib"]},
+        )
+        ratio_name = (
+            "pipeline_vs_floor_ratio" if kind == "pipeline" else "pipeline_logdir_vs_floor_ratio"
+        )
+        ratio = Metric(
+            ratio_name,
+            "x",
+            [pipeline.median / floor.median],
+            described,
+            f"{name} / floor_steady_records_per_s, measured in one process",
+        )
+        out += [pipeline, ratio]
+    return [out[0], floor, *out[1:]]
 
 
 if __name__ == "__main__":

@@ -295,6 +295,41 @@ def test_steady_figures_leave_out_the_first_batch_and_the_tail_of_every_run() ->
     assert by_name["pipeline_steady_records_per_s"].extra["runs"] == res["runs"]
 
 
+def test_the_log_directory_run_gets_its_own_figure_against_the_same_floor() -> None:
+    from bench.steady import steady_metrics
+
+    def run(kind: str, *walls: float) -> dict[str, object]:
+        return {
+            "kind": kind,
+            "batches": [
+                {"batch_id": i, "rows_in": 1_000_000, "wall_s": wall}
+                for i, wall in enumerate(walls)
+            ],
+        }
+
+    res = {
+        "records": 3_000_000,
+        "peak_rss_mib": {},
+        "runs": [
+            run("floor", 30.0, 10.0, 10.0),
+            run("pipeline", 60.0, 20.0, 25.0),
+            run("pipeline_logdir", 70.0, 40.0, 50.0),
+            run("floor", 30.0, 10.0, 10.0),
+        ],
+    }
+    by_name = {m.name: m for m in steady_metrics(res, 10_000, 1_000_000)}
+    assert by_name["pipeline_steady_logdir_records_per_s"].samples == [25_000.0, 20_000.0]
+    assert by_name["pipeline_logdir_vs_floor_ratio"].median == 0.225
+    assert by_name["pipeline_vs_floor_ratio"].median == 0.45
+    assert [r["kind"] for r in by_name["pipeline_steady_logdir_records_per_s"].extra["runs"]] == [
+        "pipeline_logdir"
+    ]
+    # A log-directory run without a steady batch is an error, not a missing figure.
+    res["runs"][2] = run("pipeline_logdir", 70.0)
+    with pytest.raises(RuntimeError, match="pipeline_logdir run"):
+        steady_metrics(res, 10_000, 1_000_000)
+
+
 def test_steady_figures_need_a_steady_batch_of_each_query() -> None:
     from bench.steady import steady_metrics
 
