@@ -3,8 +3,9 @@
 The pipeline's exactly-once promise (``docs/reliability.md``, "Driver crashes"): a driver
 killed at any moment and restarted from its checkpoint ends with the same rows as a run that was
 never interrupted -- Delta writes are idempotent per (app id, batch id), MERGEs re-run on a
-replayed batch match the rows they wrote, the fold state is saved after the table writes and the
-audit row last.
+replayed batch match the rows they wrote, the fold state is saved beside the table writes and a
+replay folds from the states as they were before it (``lib/offsetscope/pipelines/state.py``),
+the audit row is written last.
 
 Trials run in chains, to spend the machine on kills rather than on JVM starts. One chain::
 
@@ -26,6 +27,14 @@ over one micro-batch's commits (the batch's other writes, the fold state and the
 to come); ``inside`` -- the moment the j-th new data file (``*.parquet``) appears, j uniform over
 one batch's data files: a write whose files exist and whose commit does not yet. Files are
 polled every 5 ms.
+
+What a kill interrupted is read from the files it left (:func:`interrupted`): the batch in
+flight (logged in the checkpoint's ``offsets/``, not in its ``commits/``) and which of the
+tables the uninterrupted run wrote for that batch already hold its commit (each commit's
+``userMetadata`` mark, ``lib/offsetscope/spark/writes.py``). Each trial is placed in one window
+(:data:`WINDOWS`): between batches, before the batch's first table commit, among its table
+commits with or without its fold-state commit, or after its last table commit and before the
+checkpoint's -- so a run shows which windows its kills reached.
 
 Afterwards one SparkSession compares, for every table of the catalogue, the rows of each trial
 with the uninterrupted run's (``exceptAll`` both ways; maps as sorted entry arrays; the columns
@@ -70,6 +79,14 @@ QUERY: Final = "chaos"
 
 
 MODES: Final = ("timed", "commit", "inside")
+# Where a kill lands in the micro-batch it interrupts (see the module docstring).
+BETWEEN_BATCHES: Final = "between batches"
+BEFORE_WRITES: Final = "before the batch's table commits"
+STATE_FIRST: Final = "fold state committed, other tables not yet"
+AMONG_WRITES: Final = "some table commits, not the fold state's"
+BEFORE_CHECKPOINT: Final = "every table commit, not the checkpoint's"
+WINDOWS: Final = (BETWEEN_BATCHES, BEFORE_WRITES, STATE_FIRST, AMONG_WRITES, BEFORE_CHECKPOINT)
+STATE_TABLE: Final = "fold_state"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +101,27 @@ class Trial:
     files: tuple[int, int]  # (commit files, data files) of the schema when it was killed
     schema: str
     exit_code: int | None  # of a run that ended on its own before the kill
+    interrupted: Interrupted | None = None  # what the kill left (None: it ended before)
+
+
+@dataclass(frozen=True, slots=True)
+class Interrupted:
+    """The micro-batch a kill interrupted, as the files show it (:func:`interrupted`)."""
+
+    batch: int | None  # in flight: logged offsets, no checkpoint commit; None: between batches
+    landed: tuple[str, ...]  # tables holding the batch's commit
+    missing: tuple[str, ...]  # tables the uninterrupted run committed the batch to, not yet these
+
+    @property
+    def window(self) -> str:
+        """Where the kill landed, one of :data:`WINDOWS`."""
+        if self.batch is None:
+            return BETWEEN_BATCHES
+        if not self.landed:
+            return BEFORE_WRITES
+        if not self.missing:
+            return BEFORE_CHECKPOINT
+        return STATE_FIRST if STATE_TABLE in self.landed else AMONG_WRITES
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +189,55 @@ def _files(warehouse: Path, schema: str) -> Files:
                 elif path.name.endswith(".parquet"):
                     data += 1
     return Files(commits, data)
+
+
+def batch_in_flight(checkpoint: Path) -> int | None:
+    """The micro-batch a streaming checkpoint has logged offsets for and not committed."""
+
+    def ids(folder: str) -> set[int]:
+        where = checkpoint / folder
+        return (
+            {int(p.name) for p in where.iterdir() if p.name.isdigit()} if where.is_dir() else set()
+        )
+
+    logged = ids("offsets")
+    if not logged:
+        return None
+    last = max(logged)
+    return None if last in ids("commits") else last
+
+
+def marked_tables(warehouse: Path, schema: str, query: str, batch: int) -> set[str]:
+    """The tables of ``schema`` holding a commit ``query`` marked with ``batch``."""
+    from offsetscope.spark.writes import marked
+
+    root = warehouse / f"{schema}.db"
+    found: set[str] = set()
+    if not root.is_dir():
+        return found
+    for table in sorted(p for p in root.iterdir() if (p / "_delta_log").is_dir()):
+        for commit in (table / "_delta_log").glob("*.json"):
+            for line in commit.read_text().splitlines():
+                action = json.loads(line) if line.strip() else {}
+                info = action.get("commitInfo")
+                mark = marked(info.get("userMetadata")) if isinstance(info, dict) else None
+                if mark is not None and mark[1] == batch and mark[0].startswith(f"{query}:"):
+                    found.add(table.name)
+    return found
+
+
+def interrupted(
+    checkpoint: Path, warehouse: Path, schema: str, baseline: str, query: str = QUERY
+) -> Interrupted:
+    """What a kill left of the batch it interrupted in ``schema``, against the tables the
+    uninterrupted run (``baseline``) committed that batch to. A table that is the baseline's
+    table under another schema keeps its name, so the two compare by table name."""
+    batch = batch_in_flight(checkpoint)
+    if batch is None:
+        return Interrupted(None, (), ())
+    landed = marked_tables(warehouse, schema, query, batch)
+    expected = marked_tables(warehouse, baseline, query, batch)
+    return Interrupted(batch, tuple(sorted(landed)), tuple(sorted(expected - landed)))
 
 
 def _run(
@@ -307,7 +394,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         truth = log.run(args.ticks)
     max_records = max(20, -(-truth.records // args.batches))
     base_cfg = config.load(args.env)
-    warehouse = Path(trial_config(base_cfg, out, BASELINE, max_records).storage.warehouse_dir)
+    storage = trial_config(base_cfg, out, BASELINE, max_records).storage
+    warehouse = Path(storage.warehouse_dir)
+    checkpoints = Path(storage.checkpoint_dir).parent
     print(f"chaos: log of {truth.records} internal-topic records, batches of {max_records}")
 
     began = time.monotonic()
@@ -348,13 +437,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             code, killed, seen = _run(
                 command, chain_log, kill=_kill_rule(mode, target, count()), files=count
             )
-            trial = Trial(n, chain, mode, target, killed, (seen.commits, seen.data), schema, code)
+            left = (
+                interrupted(checkpoints / schema / QUERY, warehouse, schema, BASELINE)
+                if killed is not None
+                else None
+            )
+            trial = Trial(
+                n, chain, mode, target, killed, (seen.commits, seen.data), schema, code, left
+            )
             trials.append(trial)
             what = (
                 f"killed at {killed:.1f} s with {seen.commits} commit / {seen.data} data files"
                 if killed is not None
                 else f"ended before the kill, exit {code}"
             )
+            if left is not None:
+                what += f"; {left.window}"
+                if left.batch is not None:
+                    what += f" (batch {left.batch}: {len(left.landed)} of "
+                    what += f"{len(left.landed) + len(left.missing)} tables)"
             print(f"trial {n:2d} chain {chain} {mode:6s} target {target:6.1f}: {what}", flush=True)
         final, _, _ = _run(command, chain_log, kill=None, files=count)
         print(f"chain {chain}: final restart exit {final}", flush=True)
@@ -384,6 +485,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"  {p}")
     spark.stop()
     killed = sum(t.killed_after is not None for t in trials)
+    reached = [t.interrupted.window for t in trials if t.interrupted is not None]
+    print("chaos: kills by window: " + ", ".join(f"{w} {reached.count(w)}" for w in WINDOWS))
     print(
         f"chaos: {len(trials)} trials ({killed} kills landed) in {chains} chains, {diverged} diverged"
     )
