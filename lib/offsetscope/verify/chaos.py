@@ -32,9 +32,10 @@ What a kill interrupted is read from the files it left (:func:`interrupted`): th
 flight (logged in the checkpoint's ``offsets/``, not in its ``commits/``) and which of the
 tables the uninterrupted run wrote for that batch already hold its commit (each commit's
 ``userMetadata`` mark, ``lib/offsetscope/spark/writes.py``). Each trial is placed in one window
-(:data:`WINDOWS`): between batches, before the batch's first table commit, among its table
-commits with or without its fold-state commit, or after its last table commit and before the
-checkpoint's -- so a run shows which windows its kills reached.
+(:data:`WINDOWS`): the restart's start-up (no Delta file written since it began: the batch in
+flight is as the previous kill left it), between batches, before the batch's first table
+commit, among its table commits with or without its fold-state commit, or after its last table
+commit and before the checkpoint's -- so a run shows which windows its kills reached.
 
 Afterwards one SparkSession compares, for every table of the catalogue, the rows of each trial
 with the uninterrupted run's (``exceptAll`` both ways; maps as sorted entry arrays; the columns
@@ -54,6 +55,7 @@ one JVM at a time; the trials run one after another).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import os
@@ -80,12 +82,20 @@ QUERY: Final = "chaos"
 
 MODES: Final = ("timed", "commit", "inside")
 # Where a kill lands in the micro-batch it interrupts (see the module docstring).
+STARTUP: Final = "start-up, nothing written since the restart"
 BETWEEN_BATCHES: Final = "between batches"
 BEFORE_WRITES: Final = "before the batch's table commits"
 STATE_FIRST: Final = "fold state committed, other tables not yet"
 AMONG_WRITES: Final = "some table commits, not the fold state's"
 BEFORE_CHECKPOINT: Final = "every table commit, not the checkpoint's"
-WINDOWS: Final = (BETWEEN_BATCHES, BEFORE_WRITES, STATE_FIRST, AMONG_WRITES, BEFORE_CHECKPOINT)
+WINDOWS: Final = (
+    STARTUP,
+    BETWEEN_BATCHES,
+    BEFORE_WRITES,
+    STATE_FIRST,
+    AMONG_WRITES,
+    BEFORE_CHECKPOINT,
+)
 STATE_TABLE: Final = "fold_state"
 
 
@@ -111,10 +121,13 @@ class Interrupted:
     batch: int | None  # in flight: logged offsets, no checkpoint commit; None: between batches
     landed: tuple[str, ...]  # tables holding the batch's commit
     missing: tuple[str, ...]  # tables the uninterrupted run committed the batch to, not yet these
+    wrote: bool = True  # the killed run had written a Delta file since its start
 
     @property
     def window(self) -> str:
         """Where the kill landed, one of :data:`WINDOWS`."""
+        if not self.wrote:
+            return STARTUP
         if self.batch is None:
             return BETWEEN_BATCHES
         if not self.landed:
@@ -434,14 +447,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 target: float = rng.uniform(0.15, 0.7) * duration
             else:
                 target = rng.randint(1, per_batch.commits if mode == "commit" else per_batch.data)
+            before = count()
             code, killed, seen = _run(
-                command, chain_log, kill=_kill_rule(mode, target, count()), files=count
+                command, chain_log, kill=_kill_rule(mode, target, before), files=count
             )
             left = (
                 interrupted(checkpoints / schema / QUERY, warehouse, schema, BASELINE)
                 if killed is not None
                 else None
             )
+            if left is not None and seen == before:
+                left = dataclasses.replace(left, wrote=False)
             trial = Trial(
                 n, chain, mode, target, killed, (seen.commits, seen.data), schema, code, left
             )
