@@ -624,12 +624,6 @@ class PipelineConfig:
     # delta.logRetentionDuration and delta.deletedFileRetentionDuration.
     log_retention: Duration = Duration("30d")
     deleted_file_retention: Duration = Duration("7d")
-    # delta.checkpointInterval of every table: a micro-batch commits to most tables, so with
-    # Delta's default of 10 about one table in ten writes its log checkpoint in every batch,
-    # a Spark job that costs more than a small batch's MERGE (docs/benchmarks.md,
-    # "Measurements behind design choices"). A reader starting cold replays up to this many
-    # JSON commits after the last checkpoint.
-    log_checkpoint_interval: AtLeast1 = 100
 
     @property
     def lag_interval_ms(self) -> int | None:

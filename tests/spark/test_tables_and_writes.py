@@ -92,7 +92,6 @@ def test_tables_exist_in_the_schema_with_their_layout_and_properties(
     # [maintenance.retention.raw_records] deletes old rows, which an append-only table refuses
     assert props["delta.appendOnly"] == "false"
     assert props["delta.logRetentionDuration"] == "interval 30 days"  # conf/: "30d"
-    assert props["delta.checkpointInterval"] == "100"  # conf/: log_checkpoint_interval
     timeline = _properties(spark, catalogue.table_name(cfg, "transaction_status_timeline"))
     assert timeline["delta.enableChangeDataFeed"] == "true"
     assert timeline["delta.appendOnly"] == "false"

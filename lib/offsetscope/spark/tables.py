@@ -151,7 +151,6 @@ class TableSpec:
             "delta.appendOnly": "true" if append_only else "false",
             "delta.logRetentionDuration": cfg.pipeline.log_retention.delta_interval,
             "delta.deletedFileRetentionDuration": cfg.pipeline.deleted_file_retention.delta_interval,
-            "delta.checkpointInterval": str(cfg.pipeline.log_checkpoint_interval),
         }
         if self.change_data_feed:
             props["delta.enableChangeDataFeed"] = "true"
