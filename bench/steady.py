@@ -46,6 +46,7 @@ import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,10 +59,31 @@ DURATION_S = 90
 # A batch below this share of max_offsets_per_trigger is the input's tail, not a steady batch.
 FULL_BATCH = 0.9
 RUNS = ("floor", "pipeline", "pipeline_logdir", "floor")
-# The run kinds that run the ingest query, and the figure each one's batches give.
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineRun:
+    """A run kind that runs the ingest query: its figure, its ratio to the floor, its source."""
+
+    figure: str
+    ratio: str
+    stored: str  # how the scenario reaches the query
+    source: str
+
+
 PIPELINES = {
-    "pipeline": "pipeline_steady_records_per_s",
-    "pipeline_logdir": "pipeline_steady_logdir_records_per_s",
+    "pipeline": PipelineRun(
+        "pipeline_steady_records_per_s",
+        "pipeline_vs_floor_ratio",
+        "mirrored to a harness broker",
+        "from Spark's Kafka source",
+    ),
+    "pipeline_logdir": PipelineRun(
+        "pipeline_steady_logdir_records_per_s",
+        "pipeline_logdir_vs_floor_ratio",
+        "written as a Kafka log directory (and mirrored)",
+        "from the same scenario as a Kafka log directory (the segment source)",
+    ),
 }
 
 
@@ -251,15 +273,6 @@ def run(runs: int = 1, scale: float = 1.0) -> list[Metric]:
     return steady_metrics(res, groups, per_trigger)
 
 
-def _input(described: str, kind: str) -> str:
-    """The input of a pipeline run kind's figures."""
-    if kind == "pipeline_logdir":
-        return described.replace(
-            "mirrored to a harness broker", "written as a Kafka log directory (and mirrored)"
-        )
-    return described
-
-
 def steady_metrics(res: dict[str, Any], groups: int, per_trigger: int) -> list[Metric]:
     """The figures from a :func:`worker` result (with ``peak_rss_mib``): the floor, and each
     pipeline run kind present with its ratio to the floor."""
@@ -268,25 +281,23 @@ def steady_metrics(res: dict[str, Any], groups: int, per_trigger: int) -> list[M
         by_kind.setdefault(r["kind"], []).extend(steady(r["batches"], per_trigger))
     if not by_kind.get("pipeline") or not by_kind.get("floor"):
         raise RuntimeError(f"no steady batch of {per_trigger:,} records: {res['runs']}")
-    described = (
-        f"`simulate scale` {groups:,} groups x {PARTITIONS} partitions, {DURATION_S} s, "
-        f"mirrored to a harness broker: {res['records']:,} records, micro-batches of "
-        f"{per_trigger:,}"
-    )
+
+    def described(stored: str) -> str:
+        return (
+            f"`simulate scale` {groups:,} groups x {PARTITIONS} partitions, {DURATION_S} s, "
+            f"{stored}: {res['records']:,} records, micro-batches of {per_trigger:,}"
+        )
+
     floor = Metric(
         "floor_steady_records_per_s",
         "records/s",
         rates(by_kind["floor"]),
-        described,
+        described(PIPELINES["pipeline"].stored),
         "the same source and micro-batches with only the raw_records append and the decoded "
         "offset_commits append, two runs bracketing the pipeline's; one sample per steady batch",
     )
-    sources = {
-        "pipeline": "from Spark's Kafka source",
-        "pipeline_logdir": "from the same scenario as a Kafka log directory (the segment source)",
-    }
     out: list[Metric] = []
-    for kind, name in PIPELINES.items():
+    for kind, run in PIPELINES.items():
         if kind not in by_kind:
             continue
         if not by_kind[kind]:
@@ -294,24 +305,21 @@ def steady_metrics(res: dict[str, Any], groups: int, per_trigger: int) -> list[M
         # The Kafka run's figure keeps every run (the floors' batches too), as it always has.
         runs = res["runs"] if kind == "pipeline" else [r for r in res["runs"] if r["kind"] == kind]
         pipeline = Metric(
-            name,
+            run.figure,
             "records/s",
             rates(by_kind[kind]),
-            _input(described, kind),
+            described(run.stored),
             "the whole ingest query (every table, quality gates, lag, fold state, audit) "
-            f"{sources[kind]} on local[2], available_now; one sample per steady batch (not "
+            f"{run.source} on local[2], available_now; one sample per steady batch (not "
             "the first, not the tail), records / wall time between batch ends",
             extra={"runs": runs, "peak_rss_mib": res["peak_rss_mib"]},
         )
-        ratio_name = (
-            "pipeline_vs_floor_ratio" if kind == "pipeline" else "pipeline_logdir_vs_floor_ratio"
-        )
         ratio = Metric(
-            ratio_name,
+            run.ratio,
             "x",
             [pipeline.median / floor.median],
-            _input(described, kind),
-            f"{name} / floor_steady_records_per_s, measured in one process",
+            described(run.stored),
+            f"{run.figure} / floor_steady_records_per_s, measured in one process",
         )
         out += [pipeline, ratio]
     return [out[0], floor, *out[1:]]
