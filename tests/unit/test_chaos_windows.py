@@ -77,7 +77,9 @@ def test_each_window_of_a_batch(tmp_path: Path, warehouse: Path) -> None:
     (checkpoint / "commits" / "1").write_text("v1\n{}\n")
     assert window() == chaos.BETWEEN_BATCHES
     # A restart killed before it wrote anything left the batch as the kill before it did.
-    assert chaos.Interrupted(None, (), (), wrote=False).window == chaos.STARTUP
+    assert chaos.interrupted(checkpoint, warehouse, "trial", "base", wrote=False).window == (
+        chaos.STARTUP
+    )
     assert set(chaos.WINDOWS) == {
         chaos.STARTUP,
         chaos.BETWEEN_BATCHES,

@@ -55,7 +55,6 @@ one JVM at a time; the trials run one after another).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import json
 import os
@@ -240,17 +239,24 @@ def marked_tables(warehouse: Path, schema: str, query: str, batch: int) -> set[s
 
 
 def interrupted(
-    checkpoint: Path, warehouse: Path, schema: str, baseline: str, query: str = QUERY
+    checkpoint: Path,
+    warehouse: Path,
+    schema: str,
+    baseline: str,
+    query: str = QUERY,
+    *,
+    wrote: bool = True,
 ) -> Interrupted:
     """What a kill left of the batch it interrupted in ``schema``, against the tables the
     uninterrupted run (``baseline``) committed that batch to. A table that is the baseline's
-    table under another schema keeps its name, so the two compare by table name."""
+    table under another schema keeps its name, so the two compare by table name. ``wrote``:
+    the killed run had written a Delta file since its start."""
     batch = batch_in_flight(checkpoint)
     if batch is None:
-        return Interrupted(None, (), ())
+        return Interrupted(None, (), (), wrote)
     landed = marked_tables(warehouse, schema, query, batch)
     expected = marked_tables(warehouse, baseline, query, batch)
-    return Interrupted(batch, tuple(sorted(landed)), tuple(sorted(expected - landed)))
+    return Interrupted(batch, tuple(sorted(landed)), tuple(sorted(expected - landed)), wrote)
 
 
 def _run(
@@ -452,12 +458,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 command, chain_log, kill=_kill_rule(mode, target, before), files=count
             )
             left = (
-                interrupted(checkpoints / schema / QUERY, warehouse, schema, BASELINE)
+                interrupted(
+                    checkpoints / schema / QUERY, warehouse, schema, BASELINE, wrote=seen != before
+                )
                 if killed is not None
                 else None
             )
-            if left is not None and seen == before:
-                left = dataclasses.replace(left, wrote=False)
             trial = Trial(
                 n, chain, mode, target, killed, (seen.commits, seen.data), schema, code, left
             )
