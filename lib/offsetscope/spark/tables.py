@@ -54,6 +54,7 @@ from offsetscope import clusters
 from offsetscope.config import Config, default_cluster
 from offsetscope.history import tables as history
 from offsetscope.protocol.arrow_decode import DECODED_SCHEMA, RAW_SCHEMA
+from offsetscope.spark import delta_meta
 
 BRONZE = "bronze"
 SILVER = "silver"
@@ -1035,6 +1036,9 @@ class ExistingTable:
     partition_by: tuple[str, ...] = ()
     cluster_by: tuple[str, ...] = ()
     properties: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # None: not read with the rest (the catalog is asked when the comments are set).
+    comment: str | None = None
+    column_comments: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1127,7 +1131,31 @@ def _key_extends(table: TableSpec, stored: Sequence[str], add: Sequence[ColumnSp
 
 
 def describe_table(spark: SparkSession, qualified: str) -> ExistingTable:
-    """The table as the catalog and its Delta log have it."""
+    """The table as its Delta log has it.
+
+    From the latest ``metaData`` action where the session's Delta exposes it
+    (:mod:`offsetscope.spark.delta_meta`: no Spark job); the clustering columns from
+    ``DESCRIBE DETAIL`` only when the version's checksum does not carry them, and everything
+    from the catalog on another runtime.
+    """
+    meta = delta_meta.read(spark, qualified)
+    if meta is None:
+        return _describe_from_catalog(spark, qualified)
+    cluster_by = meta.cluster_by
+    if cluster_by is delta_meta.UNKNOWN:
+        cluster_by = _describe_from_catalog(spark, qualified).cluster_by
+    return ExistingTable(
+        columns={f.name: f.dataType.simpleString() for f in meta.schema},
+        partition_by=meta.partition_by,
+        cluster_by=cluster_by,
+        properties=meta.properties,
+        comment=meta.comment,
+        column_comments={f.name: f.metadata.get("comment", "") for f in meta.schema},
+    )
+
+
+def _describe_from_catalog(spark: SparkSession, qualified: str) -> ExistingTable:
+    # DESCRIBE DETAIL reconstructs the table's state: about a second a table cold.
     detail = spark.sql(f"DESCRIBE DETAIL {qualified}").collect()[0].asDict()
     return ExistingTable(
         columns={f.name: f.dataType.simpleString() for f in spark.table(qualified).schema},
@@ -1219,15 +1247,21 @@ def migrate(spark: SparkSession, cfg: Config, table: TableSpec, qualified: str) 
 def _set_comments(
     spark: SparkSession, cfg: Config, table: TableSpec, qualified: str, existing: ExistingTable
 ) -> None:
-    fields = {f.name: f for f in spark.table(qualified).schema.fields}
+    comments = existing.column_comments
+    if comments is None:
+        comments = {f.name: f.metadata.get("comment", "") for f in spark.table(qualified).schema}
     for c in table.columns:
-        have = fields[c.name].metadata.get("comment", "") if c.name in fields else c.comment
+        # A column added by this migration has its comment already.
+        have = comments.get(c.name, c.comment)
         if c.comment and have != c.comment:
             spark.sql(
                 f"ALTER TABLE {qualified} ALTER COLUMN {_quote(c.name)} "
                 f"COMMENT {_sql_string(c.comment)}"
             )
-    if table.comment and _table_comment(spark, cfg, table.logical) != table.comment:
+    comment = existing.comment
+    if comment is None:
+        comment = _table_comment(spark, cfg, table.logical)
+    if table.comment and comment != table.comment:
         spark.sql(f"COMMENT ON TABLE {qualified} IS {_sql_string(table.comment)}")
 
 
