@@ -32,7 +32,6 @@ from offsetscope.pipelines import lease
 from offsetscope.pipelines import state as st
 from offsetscope.pipelines.batch import BatchReport, IngestPipeline, ProgressCallback
 from offsetscope.pipelines.progress import ProgressPrinter
-from offsetscope.quality import validate as quality
 from offsetscope.secrets import access as secrets_access
 from offsetscope.spark import sources, storage
 from offsetscope.spark import tables as catalogue
@@ -119,8 +118,6 @@ def start(
         The running query and its pipeline (which keeps the batch reports).
     """
     name = query_name or cfg.pipeline.query_name
-    if cfg.quality.enabled:
-        quality.warm_up()  # the first batch's gates would each wait seconds for the import
     catalogue.ensure_tables(spark, cfg)
     location = checkpoint or storage.qualified(spark, checkpoint_path(cfg, name))
     pipe = pipeline or IngestPipeline(cfg, query_name=name, progress=progress, log_dir=log_dir)

@@ -7,17 +7,18 @@ MERGE start first: they take longest (longest-first keeps the last thread from s
 slowest table).
 
 **Quality gate.** Before a gold table is written, its suite (:mod:`offsetscope.quality`)
-validates the batch's rows where they are. Fold outputs are on the driver already: great-
-expectations checks them there, with no Spark job (:func:`offsetscope.quality.validate.
-validate_table`). Rows that stay in Spark (the batch's plain offset commits, most of its
-records) are checked in the executors by the same suite compiled to column expressions, and
+validates the batch's rows where they are, compiled rather than through great-expectations'
+own engines (whose decisions the tests hold both compiled forms to). Fold outputs are on the
+driver already: the suite compiled to Arrow compute checks them there, with no Spark job
+(:func:`offsetscope.quality.arrow.validate_rows`). Rows that stay in Spark (the batch's plain
+offset commits, most of its records) are checked in the executors by the suite compiled to
+column expressions, and
 only counts reach the driver: a batch that cannot be a replay is counted by the append itself
 (:func:`offsetscope.quality.expressions.observe_frame`: one pass over the rows, failing rows
 quarantined once it has run), any other batch before it
 (:func:`offsetscope.quality.expressions.validate_frame`). Either way the results row is kept,
 failing rows go to ``quality_quarantine`` (``[quality] quarantine_failed_rows``) and the rest
-is what gets written. Gates of different tables run in their tables' threads; great-
-expectations' own step runs one at a time. The results of all the batch's gates are recorded
+is what gets written. Gates of different tables run in their tables' threads. The results of all the batch's gates are recorded
 in one append as soon as the last gate has passed, while the slower writes finish, and before
 :meth:`run` returns.
 
@@ -46,6 +47,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from offsetscope.clock import Clock
 from offsetscope.config import Config
+from offsetscope.quality import arrow as arrow_gate
 from offsetscope.quality import expressions
 from offsetscope.quality import suites as quality_suites
 from offsetscope.quality import tables as qtables
@@ -337,10 +339,10 @@ class BatchWriter:
         results: list[QualityResultRow],
         timings: Timings,
     ) -> pa.Table:
-        """The table's suite on the batch's rows (:func:`offsetscope.quality.validate.
-        validate_table`): failing rows to ``quality_quarantine``, the rest returned."""
+        """The table's suite on the batch's rows (:func:`offsetscope.quality.arrow.
+        validate_rows`): failing rows to ``quality_quarantine``, the rest returned."""
         with timings.timed(f"quality {logical}"):
-            good, failed, result = quality.validate_table(
+            good, failed, result = arrow_gate.validate_rows(
                 rows, logical, batch_id, settings=self.cfg.quality, clock=self.clock
             )
             ddl = f"{catalogue.spec(logical).written_ddl()}, `{quality.FAILED}` array<string>"

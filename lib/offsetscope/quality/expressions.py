@@ -48,7 +48,8 @@ from offsetscope.quality import suites
 from offsetscope.quality.model import ExpectationResult, QualityResultRow
 from offsetscope.quality.validate import FAILED, in_micros, result_row, start, timestamp_columns
 
-_TYPES = {
+# great-expectations' snake-case name of each expectation class the suites use.
+EXPECTATION_TYPES = {
     "ExpectColumnValuesToNotBeNull": "expect_column_values_to_not_be_null",
     "ExpectColumnValuesToBeUnique": "expect_column_values_to_be_unique",
     "ExpectCompoundColumnsToBeUnique": "expect_compound_columns_to_be_unique",
@@ -277,7 +278,7 @@ def _result(
     expectations = [
         ExpectationResult(
             name=c.name,
-            expectation_type=_TYPES[c.expectation],
+            expectation_type=EXPECTATION_TYPES[c.expectation],
             columns=c.columns,
             success=int(counts[f"c{i}"]) == 0,
             unexpected_count=int(counts[f"c{i}"]),

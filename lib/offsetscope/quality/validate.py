@@ -28,6 +28,10 @@
   "Measurements behind design choices"). Rows that are on the driver already (fold outputs as Arrow)
   skip Spark altogether: :func:`validate_table` runs the same suite on the pandas engine, ``_row``
   being the row's position, and splits them with a filter.
+* The ingest's gates run the suites compiled instead (:mod:`offsetscope.quality.arrow` on the
+  driver, :mod:`offsetscope.quality.expressions` in the executors): great-expectations' own
+  machinery costs more than the checks. The functions here are the reference: the tests hold
+  both compiled gates to their decisions on the same rows.
 * A failing suite is data, not an error: it is in the results row (and raises a ``quality``
   alert, :mod:`offsetscope.alerts.rules`), its rows go to quarantine; an expectation that raised
   inside great-expectations counts as failed with its error in the results. Spark failures
@@ -297,7 +301,7 @@ def validate_table(
     settings, started, now, checks = start(table, rows.schema.names, settings, clock)
     timestamps = {f.name for f in rows.schema if pa.types.is_timestamp(f.type)}
     columns = {
-        c: _micros_array(rows.column(c)) if c in timestamps else rows.column(c)
+        c: micros_array(rows.column(c)) if c in timestamps else rows.column(c)
         for c in _suite_columns(checks)
     }
     columns[ROW_ID] = pa.array(np.arange(rows.num_rows, dtype=np.int64))
@@ -314,7 +318,7 @@ def validate_table(
     return good, failed, row
 
 
-def _micros_array(column: pa.ChunkedArray) -> pa.ChunkedArray:
+def micros_array(column: pa.ChunkedArray) -> pa.ChunkedArray:
     """A timestamp column as epoch microseconds (int64), as Spark's ``unix_micros`` gives."""
     return column.cast(pa.timestamp("us", column.type.tz)).cast(pa.int64())
 
