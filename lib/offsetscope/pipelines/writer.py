@@ -12,15 +12,14 @@ own engines (whose decisions the tests hold both compiled forms to). Fold output
 driver already: the suite compiled to Arrow compute checks them there, with no Spark job
 (:func:`offsetscope.quality.arrow.validate_rows`). Rows that stay in Spark (the batch's plain
 offset commits, most of its records) are checked in the executors by the suite compiled to
-column expressions, and
-only counts reach the driver: a batch that cannot be a replay is counted by the append itself
-(:func:`offsetscope.quality.expressions.observe_frame`: one pass over the rows, failing rows
-quarantined once it has run), any other batch before it
+column expressions, and only counts reach the driver: a batch that cannot be a replay is
+counted by the append itself (:func:`offsetscope.quality.expressions.observe_frame`: one pass
+over the rows, failing rows quarantined once it has run), any other batch before it
 (:func:`offsetscope.quality.expressions.validate_frame`). Either way the results row is kept,
 failing rows go to ``quality_quarantine`` (``[quality] quarantine_failed_rows``) and the rest
-is what gets written. Gates of different tables run in their tables' threads. The results of all the batch's gates are recorded
-in one append as soon as the last gate has passed, while the slower writes finish, and before
-:meth:`run` returns.
+is what gets written. Gates of different tables run in their tables' threads. The results of
+all the batch's gates are recorded in one append as soon as the last gate has passed, while
+the slower writes finish, and before :meth:`run` returns.
 
 **Exactly once.** Every write is marked with its app id and batch id and, unless the batch is
 known not to be a replay (``fresh``), checked against the marks already in its table

@@ -3,9 +3,9 @@
 Fold outputs are built on the driver as Arrow tables (:mod:`offsetscope.pipelines.batch`).
 great-expectations' pandas engine checks them there (:func:`offsetscope.quality.validate.
 validate_table`), but its own machinery -- a metric graph per expectation, the unexpected rows'
-index lists -- costs more than the checks: on a batch of millions of rows (``partition_lag``
-of a cluster with 100,000 groups) it is seconds of driver CPU per batch, and even a batch of a
-hundred rows pays a fixed cost per table. Here each check is one vectorized mask over the
+index lists -- costs more than the checks, on a batch of millions of rows (``partition_lag``
+of a cluster with many groups) and on one of a hundred, which pays a fixed cost per table
+(``docs/benchmarks.md``, "Measurements behind design choices"). Here each check is one vectorized mask over the
 columns (``pyarrow.compute``; the uniqueness checks through pandas' ``duplicated``, which is
 how great-expectations' pandas engine decides them), and the result is built as
 :func:`offsetscope.quality.validate.validate_table` builds it: the same good and failed rows,
@@ -29,7 +29,14 @@ from offsetscope.config import QualityConfig
 from offsetscope.quality import suites
 from offsetscope.quality.expressions import EXPECTATION_TYPES, UnsupportedCheckError
 from offsetscope.quality.model import ExpectationResult, QualityResultRow
-from offsetscope.quality.validate import FAILED, in_micros, micros_array, result_row, start
+from offsetscope.quality.validate import (
+    FAILED,
+    arrow_timestamp_columns,
+    in_micros,
+    micros_array,
+    result_row,
+    start,
+)
 
 __all__ = ["broken", "validate_rows"]
 
@@ -43,11 +50,6 @@ def _mask(values: Any) -> np.ndarray[Any, np.dtype[np.bool_]]:
     return np.asarray(pc.fill_null(values, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def timestamp_columns(schema: pa.Schema) -> frozenset[str]:
-    """The timestamp columns of ``schema``: checked as epoch microseconds."""
-    return frozenset(f.name for f in schema if pa.types.is_timestamp(f.type))
-
-
 def broken(
     check: suites.Check, rows: pa.Table, timestamps: frozenset[str] | None = None
 ) -> np.ndarray[Any, np.dtype[np.bool_]]:
@@ -58,7 +60,7 @@ def broken(
     Raises:
         UnsupportedCheckError: the check's expectation type is not compiled here.
     """
-    stamps = timestamp_columns(rows.schema) if timestamps is None else timestamps
+    stamps = arrow_timestamp_columns(rows.schema) if timestamps is None else timestamps
 
     def col(name: str) -> pa.ChunkedArray:
         column = rows.column(name)
@@ -117,7 +119,7 @@ def validate_rows(
         KeyError: ``table`` has no suite.
     """
     settings, started, now, checks = start(table, rows.schema.names, settings, clock)
-    timestamps = timestamp_columns(rows.schema)
+    timestamps = arrow_timestamp_columns(rows.schema)
     masks = [broken(c, rows, timestamps) for c in checks]
     named = np.logical_or.reduce(masks) if masks else _false(rows.num_rows)
     order = np.flatnonzero(named)

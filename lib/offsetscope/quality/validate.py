@@ -164,6 +164,11 @@ def _suite_columns(checks: Sequence[suites.Check]) -> list[str]:
     return sorted({c for check in checks for c in check.columns})
 
 
+def arrow_timestamp_columns(schema: pa.Schema) -> frozenset[str]:
+    """The timestamp columns of an Arrow schema: checked as epoch microseconds."""
+    return frozenset(f.name for f in schema if pa.types.is_timestamp(f.type))
+
+
 def timestamp_columns(schema: StructType) -> frozenset[str]:
     """The timestamp columns of ``schema``: checked as epoch microseconds (:func:`in_micros`)."""
     return frozenset(
@@ -299,7 +304,7 @@ def validate_table(
         off), ``failed`` (the named rows plus ``failed_expectations``) and the results row.
     """
     settings, started, now, checks = start(table, rows.schema.names, settings, clock)
-    timestamps = {f.name for f in rows.schema if pa.types.is_timestamp(f.type)}
+    timestamps = arrow_timestamp_columns(rows.schema)
     columns = {
         c: micros_array(rows.column(c)) if c in timestamps else rows.column(c)
         for c in _suite_columns(checks)

@@ -3,14 +3,15 @@
 Every job start checks each table against its declaration (``tables.ensure_tables``). The
 catalog's views of a Delta table -- ``DESCRIBE DETAIL``, ``SHOW TBLPROPERTIES``,
 ``spark.catalog.getTable`` -- each reconstruct the table's state (three Spark jobs over the log
-and its last checkpoint) because they report the file count or the clustering columns. On two
-cores that is about one second a table cold, and twenty seconds for the catalogue. What the
-check needs is cheaper to get from the log itself (Delta's ``PROTOCOL.md``):
+and its last checkpoint) because they report the file count or the clustering columns, which
+for the whole catalogue was most of a job's start (``docs/benchmarks.md``, "Measurements
+behind design choices"). What the check needs is cheaper to get from the log itself (Delta's
+``PROTOCOL.md``):
 
 * the ``metaData`` action of the latest version: ``schemaString`` (column types and comments
   in Spark's JSON schema), ``partitionColumns``, ``configuration`` (the table properties) and
-  ``description`` (the table comment). Delta reads it from the version's checksum file, or
-  from the log without a job when there is none;
+  ``description`` (the table comment). Delta reads it from the version's checksum file (where
+  there is none, from the last checkpoint and the commits after it);
 * the clustering columns: the ``delta.clustering`` domain metadata, whose ``configuration`` is
   ``{"clusteringColumns": [["col"], ["nested", "col"]], ...}``. The version checksum file
   (``_delta_log/<version>.crc``) carries every domain of the version while there are few of

@@ -1155,7 +1155,8 @@ def describe_table(spark: SparkSession, qualified: str) -> ExistingTable:
 
 
 def _describe_from_catalog(spark: SparkSession, qualified: str) -> ExistingTable:
-    # DESCRIBE DETAIL reconstructs the table's state: about a second a table cold.
+    # DESCRIBE DETAIL reconstructs the table's state (docs/benchmarks.md, "Measurements behind
+    # design choices").
     detail = spark.sql(f"DESCRIBE DETAIL {qualified}").collect()[0].asDict()
     return ExistingTable(
         columns={f.name: f.dataType.simpleString() for f in spark.table(qualified).schema},
