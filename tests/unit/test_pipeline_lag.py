@@ -275,7 +275,7 @@ class _Sampler:
         assert event_time is not None
         return [EndOffsetSample("orders", 0, 0, event_time // 100, event_time // 100, event_time)]
 
-    def record_time(self, topic: str, partition: int, offset: int) -> int | None:
+    def record_reader(self) -> None:
         return None
 
     def producers(self, topic: str, partition: int) -> dict[int, int] | None:
@@ -284,7 +284,8 @@ class _Sampler:
 
 @pytest.mark.parametrize(("interval", "written"), [(None, 9), ("30s", 3)])
 def test_the_pipeline_writes_lag_at_its_own_cadence(interval: str | None, written: int) -> None:
-    """Nine batches 10 s apart: every one writes end_offsets and partition_lag rows, or, with
+    """Nine batches 10 s apart: every one writes end_offsets and measures partition_lag (its
+    rows computed in the executors from the inputs ``_lag`` returns), or, with
     ``lag_interval = "30s"``, one in three; the group's position moves on every batch either
     way. The batches' state is kept as ``process_batch`` keeps it (no table: nothing loaded)."""
     cfg = config.with_pipeline(config.load("local"), lag_interval=interval)
@@ -301,10 +302,17 @@ def test_the_pipeline_writes_lag_at_its_own_cadence(interval: str | None, writte
         at = start + 10_000 * i + 500
         b = batch.Batch(i, None, at, cluster)  # type: ignore[arg-type]
         moved = [("orders", 0, Position("g", at // 100 - 7, at, i))]
-        pipe._lag(b, moved, [], at)
+        inputs = pipe._lag(b, moved, [], at)
         tables = {t.logical for t in b.tasks}
+        assert bool(tables) == bool(inputs)
         if tables:
-            assert tables == {"end_offsets", "partition_lag"}
+            assert tables == {"end_offsets"}
+            [measured] = inputs
+            rows = _rows(_lag_rows(measured))
+            assert [(r.group_id, r.committed_offset, r.as_of) for r in rows] == [
+                ("g", at // 100 - 7, at)
+            ]
+            assert rows[0].lag_records == 7
             lag_batches.append(i)
         for row in b.new_states:
             assert row.cluster == cluster
@@ -335,3 +343,99 @@ def test_the_sample_is_taken_when_every_offsets_partition_read_is_current() -> N
     assert batch._read_up_to(stats) == T0 + 4_000
     assert batch._read_up_to([stat("__transaction_state", 0, T0 + 2_000)]) == T0 + 2_000
     assert batch._read_up_to([]) is None
+
+
+def _lag_rows(*inputs: lag.LagInput) -> pa.Table:
+    """What the executors compute from ``inputs`` (the body of ``lag_frame``'s mapInArrow)."""
+    table = lag.inputs_table(inputs)
+    batches = list(lag.lag_rows(table.to_batches(), read_committed_groups=()))
+    return pa.Table.from_batches(batches, schema=lag.LAG_SCHEMA)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_lag_rows_from_the_stored_texts_are_lag_tables_rows(seed: int) -> None:
+    """The executors' side: each input's positions and samples as ``fold_state`` texts give
+    the rows ``lag_table`` gives on the parsed values, partitions one after another, with the
+    groups' isolation hints and a record-time reader handed over."""
+    rng = random.Random(seed)
+    inputs, expected = [], []
+    rc = ["g0*"]
+    ru = ["g1?"]
+
+    def record_time(topic: str, partition: int, offset: int) -> int | None:
+        return None if offset % 4 == 0 else T0 - 7 * offset
+
+    for partition in range(rng.randint(1, 4)):
+        hwm, samples = 0, []
+        for k in range(rng.randint(1, 5)):
+            hwm += rng.randint(0, 30)
+            lso = hwm - rng.randint(0, 3)
+            samples.append(EndOffsetSample("t", partition, 0, hwm, lso, T0 + 1_000 * k))
+        cut = rng.randint(0, len(samples) - 1)
+        history, new = samples[:cut], samples[cut:]
+        positions = _positions(
+            *(
+                Position(f"g{g:02d}", rng.randint(0, hwm + 2), T0 + rng.randint(-500, 4_000), g)
+                for g in rng.sample(range(40), rng.randint(0, 20))
+            )
+        )
+        text = lag.positions_to_json(positions) if positions.groups else ""
+        inputs.append(
+            lag.LagInput(
+                "t",
+                partition,
+                text,
+                lag.samples_to_json(history) if history else "",
+                lag.samples_to_json(new, keep=None),
+            )
+        )
+        expected.extend(
+            _rows(lag.lag_table("t", partition, positions, history, new, rc, record_time, ru))
+        )
+    table = lag.inputs_table(inputs)
+    got = pa.Table.from_batches(
+        list(
+            lag.lag_rows(
+                table.to_batches(max_chunksize=2),
+                read_committed_groups=rc,
+                read_uncommitted_groups=ru,
+                record_time=record_time,
+            )
+        ),
+        schema=lag.LAG_SCHEMA,
+    )
+    assert _rows(got) == expected
+
+
+def test_live_positions_are_parsed_only_when_read() -> None:
+    """The stuck-LSO fold's view of a partition's positions: live ones in effect by the time,
+    from the stored text, which is not parsed until a group is asked for."""
+    positions = _positions(
+        Position("a", 5, T0, 1), Position("b", None, T0, 2), Position("c", 9, T0 + 10, 3)
+    )
+    text = lag.positions_to_json(positions)
+    view = lag.LivePositions(text, T0 + 5)
+    assert view._offsets is None
+    assert dict(view) == {"a": 5}
+    assert dict(lag.LivePositions(positions, T0 + 10)) == {"a": 5, "c": 9}
+    assert dict(lag.LivePositions("", T0)) == {}
+    broken = lag.LivePositions('["positions/9", [], [], [], []]', T0)
+    with pytest.raises(ValueError, match="unknown format"):
+        len(broken)
+
+
+def test_segment_record_times_travel_to_another_process(tmp_path: Path) -> None:
+    """The reader the executors get is the sampler's, and reads the same times after a pickle
+    round trip (what shipping it to a Python worker does)."""
+    import pickle
+
+    workload = Workload(transactional_ids=0, records_per_tick=3, tick_ms=1_000)
+    with SyntheticLog(tmp_path, workload) as log:
+        log.run(5)
+    sampler = lag.SegmentSampler(str(tmp_path), ["__consumer_offsets", "__transaction_state"])
+    reader = pickle.loads(pickle.dumps(sampler.record_reader()))
+    assert reader == sampler.record_reader()
+    lag._RECORD_TIMES.clear()
+    for offset in range(8):
+        assert reader("orders", 0, offset) == sampler.record_time("orders", 0, offset)
+    assert reader("orders", 0, 10**9) is None

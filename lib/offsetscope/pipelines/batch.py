@@ -46,7 +46,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -289,7 +288,9 @@ class IngestPipeline:
                 positions, txn_rows = self._gold(b, part, cluster_counts, plain, cluster_stats)
                 if cluster in self.samplers:
                     with b.timings.timed("lag"):
-                        self._lag(b, positions, txn_rows, _read_up_to(cluster_stats))
+                        lag_inputs = self._lag(b, positions, txn_rows, _read_up_to(cluster_stats))
+                    if lag_inputs:
+                        self._queue_lag(b, lag_inputs)
                 cluster_not_seen, cluster_partitions = self._source_progress(b, cluster_stats)
                 not_seen += cluster_not_seen
                 partitions.extend(cluster_partitions)
@@ -500,7 +501,10 @@ class IngestPipeline:
         positions: Positions,
         txn_rows: Sequence[OffsetCommitRow],
         event_time: int | None,
-    ) -> None:
+    ) -> list[lagmod.LagInput]:
+        """Sample the end offsets, move the positions, fold the LSO watch; queues the
+        ``end_offsets`` and ``stuck_partitions`` writes and the state rows, and returns what the
+        executors compute ``partition_lag`` from (:mod:`offsetscope.pipelines.lag`)."""
         sampler = self.samplers.get(b.cluster)
         if sampler is None:
             raise RuntimeError(f"lag needs an end-offset sampler (cluster {b.cluster})")
@@ -538,21 +542,23 @@ class IngestPipeline:
 
         stuck_rows: list[StuckPartitionRow] = []
         new_samples: list[EndOffsetSample] = []
-        lag_tables: list[pa.Table] = []
+        lag_inputs: list[lagmod.LagInput] = []
         by_tp: dict[tuple[str, int], list[EndOffsetSample]] = defaultdict(list)
         for s in samples:
             by_tp[(s.topic, s.partition)].append(s)
         for tp in sorted(set(updates) | set(by_tp)):
             key = lagmod.partition_key(*tp)
             pos_row = more.get((st.POSITIONS, key))
-            before = lagmod.positions_from_json(pos_row.state if pos_row else None)
-            current = lagmod.update_positions(before, updates.get(tp, ()))
-            if current is not before:
-                b.new_states.append(
-                    st.StateRow(
-                        st.POSITIONS, key, lagmod.positions_to_json(current), None, b.cluster
-                    )
-                )
+            # Parsed only when the batch moves a position on the partition: otherwise the
+            # stored text goes to the executors as it is (the module docstring of lag).
+            current = (pos_row.state if pos_row else "") or ""
+            live: lagmod.PartitionPositions | str = current
+            if tp in updates:
+                before = lagmod.positions_from_json(current)
+                live = lagmod.update_positions(before, updates[tp])
+                if live is not before:
+                    current = lagmod.positions_to_json(live)
+                    b.new_states.append(st.StateRow(st.POSITIONS, key, current, None, b.cluster))
             hist_row = more.get((st.SAMPLES, key))
             history = lagmod.samples_from_json(tp[0], tp[1], hist_row.state if hist_row else None)
             last_at = history[-1].sampled_at if history else None
@@ -564,16 +570,13 @@ class IngestPipeline:
             if not fresh:
                 continue
             new_samples.extend(fresh)
-            lag_tables.append(
-                lagmod.lag_table(
+            lag_inputs.append(
+                lagmod.LagInput(
                     tp[0],
                     tp[1],
                     current,
-                    history,
-                    fresh,
-                    self.cfg.pipeline.read_committed_groups,
-                    sampler.record_time,
-                    self.cfg.pipeline.read_uncommitted_groups,
+                    hist_row.state if hist_row and hist_row.state else "[]",
+                    lagmod.samples_to_json(fresh, keep=None),
                 )
             )
             b.new_states.append(
@@ -589,11 +592,7 @@ class IngestPipeline:
                 bound_ms=self.cfg.pipeline.stuck_lso_bound.ms,
                 open_transactions=open_transactions,
                 producers=sampler.producers(*tp),
-                positions={
-                    g: o
-                    for g, o, at in zip(current.groups, current.offsets, current.at, strict=True)
-                    if o is not None and at <= fresh[-1].sampled_at
-                },
+                positions=lagmod.LivePositions(live, fresh[-1].sampled_at),
                 read_uncommitted=lambda group: hint(group) is False,
             )
             stuck_rows.extend(rows)
@@ -607,15 +606,21 @@ class IngestPipeline:
                 lambda: writes.rows_table("end_offsets", new_samples, cluster=b.cluster),
                 len(new_samples),
             )
-        # pa.concat_tables refuses an empty list.
-        lag = pa.concat_tables(lag_tables) if lag_tables else None
-        if lag is not None and lag.num_rows:
-            BatchWriter.append(
-                b.tasks,
-                "partition_lag",
-                lambda: writes.ms_table("partition_lag", lag, cluster=b.cluster),
-                lag.num_rows,
-            )
+        return lag_inputs
+
+    def _queue_lag(self, b: Batch, inputs: Sequence[lagmod.LagInput]) -> None:
+        """Queue ``partition_lag``'s append, its rows computed in the executors (counted by
+        the write)."""
+        sampler = self.samplers[b.cluster]
+        frame = lagmod.lag_frame(
+            b.spark,
+            inputs,
+            read_committed_groups=self.cfg.pipeline.read_committed_groups,
+            read_uncommitted_groups=self.cfg.pipeline.read_uncommitted_groups,
+            record_time=sampler.record_reader(),
+            cluster=b.cluster,
+        )
+        BatchWriter.append(b.tasks, "partition_lag", frame, None)
 
     def _open_transactions(self, b: Batch) -> list[TransactionRow]:
         """Transactions not completed: the table's, with this batch's versions of its rows

@@ -38,15 +38,30 @@ positions state is ``["positions/2", [group ids, sorted], [offsets], [effective 
 [record offsets]]`` (:class:`PartitionPositions`; the earlier ``{group: [offset, at, record
 offset]}`` object still loads), and a sample's lag rows come out as Arrow columns
 (:func:`lag_table`), not a row object per group.
+
+**Where lag rows are made.** The driver decides, per data partition, what a batch measures: the
+positions (updated with the batch's commits, or as stored), the samples kept before and the
+batch's new ones -- a :class:`LagInput` of JSON texts, one per partition with a new sample.
+The rows themselves are computed in the executors (:func:`lag_frame`: one task per few
+partitions, each a :func:`lag_table`), gated and appended from there, so ``partition_lag``
+(every group with a position on a sampled partition, at every new sample) never reaches the
+driver. Where exact append times are read from data segments, the executors read them: the
+sampler hands over a picklable reader (:meth:`EndOffsetSampler.record_reader`). A partition
+without commits in the batch costs the driver no work per group: its stored positions text is
+passed on as it is, and the stuck-LSO fold parses it only if the partition is stuck
+(:class:`LivePositions`).
+
+    driver:    positions (fold_state) + samples ─> [LagInput per sampled partition]
+    executors: LagInput ─lag_table─> partition_lag rows ─gate─> append
 """
 
 from __future__ import annotations
 
 import bisect
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -58,6 +73,10 @@ from offsetscope.history import lag as lag_history
 from offsetscope.history.lag import LagIndex, Position, RecordTime, append_time
 from offsetscope.history.rows import EndOffsetSample
 from offsetscope.spark import logdir, sources, writes
+from offsetscope.spark import tables as catalogue
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 # The fold-state encoding of a partition's positions (PartitionPositions).
 POSITIONS_FORMAT = "positions/2"
@@ -78,8 +97,10 @@ class EndOffsetSampler(Protocol):
         record timestamps)."""
         ...
 
-    def record_time(self, topic: str, partition: int, offset: int) -> int | None:
-        """Timestamp of the first record at or after ``offset``, if the sampler can read it."""
+    def record_reader(self) -> RecordTime | None:
+        """Timestamp of the first record at or after an offset, where the sampler can read
+        data records: a picklable callable, since lag is computed in the executors (None:
+        lag in seconds is interpolated from the samples)."""
         ...
 
     def producers(self, topic: str, partition: int) -> Mapping[int, int] | None:
@@ -88,17 +109,49 @@ class EndOffsetSampler(Protocol):
         ...
 
 
+# (data log dir, topic, partition, offset) -> timestamp, per process (the driver's, or a Python
+# worker's, which Spark reuses across tasks): a group that is not consuming asks for the same
+# offset at every batch. Bounded: cleared when full (entries are cheap to redo).
+_RECORD_TIMES: dict[tuple[str, str, int, int], int | None] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentRecordTimes:
+    """Exact append times of data records, read from a data log directory wherever it is
+    called: picklable, so the executors computing lag read the segments themselves.
+
+    ``fs_options``: the S3A settings a remote directory is read with
+    (:func:`offsetscope.paths.python_fs_options`), applied in the process that reads.
+    """
+
+    data_log_dir: str
+    fs_options: tuple[tuple[str, str], ...] = ()
+
+    def __call__(self, topic: str, partition: int, offset: int) -> int | None:
+        key = (self.data_log_dir, topic, partition, offset)
+        if key not in _RECORD_TIMES:
+            if len(_RECORD_TIMES) >= RECORD_TIMES_CACHED:
+                _RECORD_TIMES.clear()
+            paths.configure(dict(self.fs_options))
+            path = paths.readable(self.data_log_dir) / f"{topic}-{partition}"
+            _RECORD_TIMES[key] = logdir.record_timestamp(path, offset) if path.is_dir() else None
+        return _RECORD_TIMES[key]
+
+
 class SegmentSampler:
     """End offsets computed from data-topic segments (see the module docstring)."""
 
-    def __init__(self, data_log_dir: str, internal_topics: Iterable[str]) -> None:
+    def __init__(
+        self,
+        data_log_dir: str,
+        internal_topics: Iterable[str],
+        fs_options: Mapping[str, str] | None = None,
+    ) -> None:
         self.data_log_dir = data_log_dir
         self.internal = frozenset(internal_topics)
         self.tracker = logdir.EndOffsetTracker()
         self._producers: dict[tuple[str, int], dict[int, int]] = {}
-        # (topic, partition, offset) -> timestamp: a group that is not consuming asks for the
-        # same offset at every batch. Bounded: cleared when full (entries are cheap to redo).
-        self._times: dict[tuple[str, int, int], int | None] = {}
+        self._times = SegmentRecordTimes(data_log_dir, tuple(sorted((fs_options or {}).items())))
 
     def sample(self, topics: Iterable[str], event_time: int | None) -> list[EndOffsetSample]:
         wanted = sorted(set(topics) - self.internal)
@@ -122,13 +175,11 @@ class SegmentSampler:
 
     def record_time(self, topic: str, partition: int, offset: int) -> int | None:
         """Exact append time of the first unconsumed record, from the data segments."""
-        key = (topic, partition, offset)
-        if key not in self._times:
-            if len(self._times) >= RECORD_TIMES_CACHED:
-                self._times.clear()
-            path = paths.readable(self.data_log_dir) / f"{topic}-{partition}"
-            self._times[key] = logdir.record_timestamp(path, offset) if path.is_dir() else None
-        return self._times[key]
+        return self._times(topic, partition, offset)
+
+    def record_reader(self) -> SegmentRecordTimes:
+        """The data segments' record times, for the executors."""
+        return self._times
 
 
 class KafkaSampler:
@@ -143,7 +194,7 @@ class KafkaSampler:
         self.clock = clock
         self.timeout_s = timeout_s
 
-    def record_time(self, topic: str, partition: int, offset: int) -> int | None:
+    def record_reader(self) -> RecordTime | None:
         """None: lag in seconds is interpolated from the samples (reading data records would
         need READ on every data topic, beyond the documented least-privilege ACLs)."""
         return None
@@ -236,8 +287,8 @@ class JavaKafkaSampler:
             self._admin.close()
             self._admin = None
 
-    def record_time(self, topic: str, partition: int, offset: int) -> int | None:
-        """None, as :meth:`KafkaSampler.record_time`."""
+    def record_reader(self) -> RecordTime | None:
+        """None, as :meth:`KafkaSampler.record_reader`."""
         return None
 
     def producers(self, topic: str, partition: int) -> Mapping[int, int] | None:
@@ -347,39 +398,51 @@ def update_positions(
     current: PartitionPositions, updates: Iterable[Position]
 ) -> PartitionPositions:
     """Apply commit updates; the newest (by effective time, then record offset) wins, and on
-    a tie the position already held. Returns ``current`` itself when nothing changed."""
+    a tie the position already held. Returns ``current`` itself when nothing changed.
+
+    A group already held is found by bisection and new ones are spliced in between slices of
+    the columns, so the work per group of the partition is copying, not Python per group: a
+    partition can hold every group of the cluster while a batch moves a few of them."""
     updates = list(updates)
     if not updates:
         return current
-    groups, offsets, at, record_offsets = (
-        list(current.groups),
+    groups = current.groups
+    offsets, at, record_offsets = (
         list(current.offsets),
         list(current.at),
         list(current.record_offsets),
     )
-    index = {g: i for i, g in enumerate(groups)}
-    changed = added = False
+    added: dict[str, Position] = {}
+    changed = False
     for p in updates:
-        i = index.get(p.group_id)
-        if i is None:
-            index[p.group_id] = len(groups)
-            groups.append(p.group_id)
-            offsets.append(p.offset)
-            at.append(p.at)
-            record_offsets.append(p.record_offset)
-            changed = added = True
-        elif (p.at, p.record_offset) > (at[i], record_offsets[i]):
-            offsets[i], at[i], record_offsets[i] = p.offset, p.at, p.record_offset
-            changed = True
-    if not changed:
+        i = bisect.bisect_left(groups, p.group_id)
+        if i < len(groups) and groups[i] == p.group_id:
+            if (p.at, p.record_offset) > (at[i], record_offsets[i]):
+                offsets[i], at[i], record_offsets[i] = p.offset, p.at, p.record_offset
+                changed = True
+            continue
+        first = added.get(p.group_id)
+        if first is None or (p.at, p.record_offset) > (first.at, first.record_offset):
+            added[p.group_id] = p
+    if not (changed or added):
         return current
-    order = sorted(range(len(groups)), key=groups.__getitem__) if added else range(len(groups))
-    return PartitionPositions(
-        tuple(groups[i] for i in order),
-        tuple(offsets[i] for i in order),
-        tuple(at[i] for i in order),
-        tuple(record_offsets[i] for i in order),
-    )
+    if not added:
+        return PartitionPositions(groups, tuple(offsets), tuple(at), tuple(record_offsets))
+    held: tuple[Sequence[Any], ...] = (groups, offsets, at, record_offsets)
+    columns: tuple[list[Any], ...] = ([], [], [], [])
+    start = 0
+    for name in sorted(added):
+        end = bisect.bisect_left(groups, name, lo=start)
+        p = added[name]
+        for column, values, value in zip(
+            columns, held, (name, p.offset, p.at, p.record_offset), strict=True
+        ):
+            column.extend(values[start:end])
+            column.append(value)
+        start = end
+    for column, values in zip(columns, held, strict=True):
+        column.extend(values[start:])
+    return PartitionPositions(*(tuple(c) for c in columns))
 
 
 def sample_due(at: int, last_at: int | None, interval_ms: int | None) -> bool:
@@ -402,14 +465,48 @@ def samples_from_json(topic: str, partition: int, text: str | None) -> list[EndO
     return [EndOffsetSample(topic, partition, *entry) for entry in json.loads(text)]
 
 
-def samples_to_json(samples: Sequence[EndOffsetSample]) -> str:
+def samples_to_json(samples: Sequence[EndOffsetSample], keep: int | None = RECENT_SAMPLES) -> str:
+    """The most recent ``keep`` of ``samples`` (all of them with None) as ``fold_state`` keeps
+    them (:func:`samples_from_json` reads them back)."""
+    kept = samples if keep is None else samples[-keep:]
     return json.dumps(
-        [
-            [s.log_start_offset, s.high_watermark, s.last_stable_offset, s.sampled_at]
-            for s in samples[-RECENT_SAMPLES:]
-        ],
+        [[s.log_start_offset, s.high_watermark, s.last_stable_offset, s.sampled_at] for s in kept],
         separators=(",", ":"),
     )
+
+
+class LivePositions(Mapping[str, int]):
+    """The groups' committed offsets on a partition as of a time (what the stuck-LSO fold
+    names blocked and lagging groups with), parsed from the positions only when asked: the
+    fold reads them for a stuck partition alone, and every other sampled partition of a batch
+    then costs the driver nothing per group."""
+
+    def __init__(self, positions: PartitionPositions | str | None, until: int) -> None:
+        self._source = positions
+        self._until = until
+        self._offsets: dict[str, int] | None = None
+
+    def _live(self) -> dict[str, int]:
+        if self._offsets is None:
+            p = self._source
+            if not isinstance(p, PartitionPositions):
+                p = positions_from_json(p)
+            self._offsets = {
+                g: o
+                for g, o, at in zip(p.groups, p.offsets, p.at, strict=True)
+                if o is not None and at <= self._until
+            }
+            self._source = None
+        return self._offsets
+
+    def __getitem__(self, group_id: str) -> int:
+        return self._live()[group_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._live())
+
+    def __len__(self) -> int:
+        return len(self._live())
 
 
 def lag_table(
@@ -537,6 +634,106 @@ def lag_table(
     return pa.concat_tables(parts) if parts else LAG_SCHEMA.empty_table()
 
 
+# ----------------------------------------------------------------------------- executors
+
+
+@dataclass(frozen=True, slots=True)
+class LagInput:
+    """What one data partition's lag rows of a batch are computed from, as ``fold_state``
+    keeps it: the positions after the batch's commits (``positions/2`` JSON, or empty), the
+    samples kept before the batch and the batch's new ones (:func:`samples_to_json`)."""
+
+    topic: str
+    partition: int
+    positions: str
+    history: str
+    fresh: str
+
+
+LAG_INPUT_SCHEMA = pa.schema(
+    [
+        pa.field("topic", pa.string(), False),
+        pa.field("partition", pa.int32(), False),
+        pa.field("positions", pa.large_string(), False),
+        pa.field("history", pa.string(), False),
+        pa.field("fresh", pa.string(), False),
+    ]
+)
+_LAG_INPUT_DDL = "topic string, partition int, positions string, history string, fresh string"
+# Output rows per Arrow batch a lag task yields (a partition can hold every group).
+_ROWS_PER_CHUNK = 100_000
+
+
+def inputs_table(inputs: Iterable[LagInput]) -> pa.Table:
+    """``inputs`` as the Arrow rows :func:`lag_rows` reads."""
+    columns: dict[str, list[Any]] = {f.name: [] for f in LAG_INPUT_SCHEMA}
+    for i in inputs:
+        for name, values in columns.items():
+            values.append(getattr(i, name))
+    return pa.table(columns, schema=LAG_INPUT_SCHEMA)
+
+
+def lag_rows(
+    batches: Iterable[pa.RecordBatch],
+    *,
+    read_committed_groups: Sequence[str],
+    read_uncommitted_groups: Sequence[str] = (),
+    record_time: RecordTime | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """The ``partition_lag`` rows (:data:`LAG_SCHEMA`) of :class:`LagInput` rows: the body of
+    :func:`lag_frame`'s ``mapInArrow``, one :func:`lag_table` per input row."""
+    for batch in batches:
+        for row in batch.to_pylist():
+            topic, partition = row["topic"], row["partition"]
+            table = lag_table(
+                topic,
+                partition,
+                positions_from_json(row["positions"]),
+                samples_from_json(topic, partition, row["history"]),
+                samples_from_json(topic, partition, row["fresh"]),
+                read_committed_groups,
+                record_time,
+                read_uncommitted_groups,
+            )
+            yield from table.to_batches(max_chunksize=_ROWS_PER_CHUNK)
+
+
+def lag_frame(
+    spark: SparkSession,
+    inputs: Sequence[LagInput],
+    *,
+    read_committed_groups: Sequence[str],
+    read_uncommitted_groups: Sequence[str] = (),
+    record_time: RecordTime | None = None,
+    cluster: str | None = None,
+) -> DataFrame:
+    """The ``partition_lag`` rows of ``inputs`` as a DataFrame computed in the executors (its
+    written columns, timestamps typed: :func:`offsetscope.spark.writes.ms_frame`)."""
+    # The largest first: a local relation is split into contiguous slices, and the partitions
+    # with the most groups should not share one.
+    table = inputs_table(sorted(inputs, key=lambda i: -len(i.positions)))
+    frame = spark.createDataFrame(table, schema=_LAG_INPUT_DDL)
+    rc, ru = tuple(read_committed_groups), tuple(read_uncommitted_groups)
+
+    def compute(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return lag_rows(
+            batches, read_committed_groups=rc, read_uncommitted_groups=ru, record_time=record_time
+        )
+
+    rows = frame.mapInArrow(compute, _ms_ddl("partition_lag"))
+    return writes.ms_frame("partition_lag", rows, cluster=cluster)
+
+
+def _ms_ddl(logical: str) -> str:
+    """Spark DDL of :func:`offsetscope.spark.writes.ms_schema`: the table's written columns
+    but its cluster, timestamps as epoch-ms ``bigint``."""
+    return ", ".join(
+        f"`{c.name}` {'bigint' if c.type == 'timestamp' else c.type}"
+        for c in catalogue.spec(logical).written_columns
+        if c.name != catalogue.CLUSTER
+    )
+
+
 def default_sampler(
     cfg: Config, kind: str, clock: Clock, log_dir: str | None = None
 ) -> EndOffsetSampler:
@@ -550,6 +747,8 @@ def default_sampler(
     s = cfg.sources.segments
     data_dir = s.data_log_dir or log_dir or s.log_dir
     internal = sources.topic_kinds(s.offsets_topic, s.transaction_topic, s.share_state_topic)
-    # The driver reads a remote data log directory from Python with the source's S3 settings.
-    paths.configure(paths.python_fs_options(cfg.spark.conf))
-    return SegmentSampler(paths.resolve_path(data_dir), internal)
+    # The driver reads a remote data log directory from Python with the source's S3 settings,
+    # and so do the executors that read record times for lag.
+    fs_options = paths.python_fs_options(cfg.spark.conf)
+    paths.configure(fs_options)
+    return SegmentSampler(paths.resolve_path(data_dir), internal, fs_options)

@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
 
 from offsetscope.clock import Clock
 from offsetscope.config import Config
@@ -66,13 +67,14 @@ class Write:
 
     ``source`` is a DataFrame of the batch, gated in the executors, or driver rows as a
     :data:`RowsSource`: the gate checks those without a Spark job, and they become a DataFrame
-    in the session that writes them.
+    in the session that writes them. ``rows`` None: the rows of an appended DataFrame are
+    computed in the executors and counted by the append that writes them.
     """
 
     logical: str
     merge: bool
     source: DataFrame | RowsSource
-    rows: int
+    rows: int | None
     prune: tuple[str, ...] = ()
 
 
@@ -126,8 +128,12 @@ class BatchWriter:
     # ------------------------------------------------------------------ queueing
 
     @staticmethod
-    def append(tasks: list[Write], logical: str, source: DataFrame | RowsSource, rows: int) -> None:
-        """Queue an idempotent append."""
+    def append(
+        tasks: list[Write], logical: str, source: DataFrame | RowsSource, rows: int | None
+    ) -> None:
+        """Queue an idempotent append (``rows`` None: a DataFrame's, counted as it is written)."""
+        if rows is None and not isinstance(source, DataFrame):
+            raise TypeError(f"{logical}: rows from the driver are counted when queued")
         tasks.append(Write(logical, False, source, rows))
 
     @staticmethod
@@ -196,7 +202,9 @@ class BatchWriter:
             prune: tuple[str, ...] = ()
             if all(p.prune for p in parts):
                 prune = (" OR ".join(f"({' AND '.join(p.prune)})" for p in parts),)
-            out.append(Write(logical, merge, source, sum(p.rows for p in parts), prune))
+            counts = [p.rows for p in parts]
+            total = None if None in counts else sum(n for n in counts if n is not None)
+            out.append(Write(logical, merge, source, total, prune))
         return out
 
     # ------------------------------------------------------------------ running
@@ -295,6 +303,17 @@ class BatchWriter:
                     rows = self._gate(spark, batch_id, rows, task.logical, results, timings)
                     gate_passed()
                 frame = writes.table_frame(session, task.logical, rows)
+            counted: Observation | None = None
+            uncounted = 0
+            if task.rows is None:
+                if fresh and not task.merge:
+                    # Counted by the append, which runs: an observation costs no job.
+                    counted = Observation(f"{task.logical}_rows_written")
+                    frame = frame.observe(counted, F.count(F.lit(1)).alias("rows"))
+                else:
+                    # A possible replay may be skipped by Delta's own marker, and then would
+                    # never fill an observation: counted apart (a restart's first batch).
+                    uncounted = frame.count()
             try:
                 with timings.timed(f"{'merge' if task.merge else 'write'} {task.logical}"):
                     if task.merge:
@@ -316,7 +335,10 @@ class BatchWriter:
                             batch_id=batch_id,
                             fresh=fresh,
                         )
-                        written += task.rows
+                        if counted is not None:
+                            written += int(counted.get["rows"])
+                        else:
+                            written += uncounted if task.rows is None else task.rows
             finally:
                 # The gate's cached annotation, also when the write failed.
                 if checked is not None:
