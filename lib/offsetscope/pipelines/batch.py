@@ -154,9 +154,6 @@ class Batch:
     folded: dict[str, int] = field(default_factory=dict)
     new_states: list[st.StateRow] = field(default_factory=list)
     loaded: dict[tuple[str, str], st.StateRow] = field(default_factory=dict)
-    # Frames computed once and read by more than one job (a gate's and its write's), released
-    # when the batch ends.
-    cached: list[DataFrame] = field(default_factory=list)
     # The transactions rows the batch's fold step wrote (newer than the table's until written).
     transactions: Sequence[TransactionRow] = ()
     # Not a replay: its writes skip the replay check (offsetscope.spark.writes).
@@ -337,7 +334,7 @@ class IngestPipeline:
             )
             self._audit(shared, report, partitions)
         finally:
-            for part in [*decoded, *shared.cached]:
+            for part in decoded:
                 part.unpersist()
             raw.unpersist()
         self.sequence.done(batch_id)
@@ -573,16 +570,15 @@ class IngestPipeline:
             if not fresh:
                 continue
             new_samples.extend(fresh)
-            if current:  # no position held on the partition: no lag row
-                lag_inputs.append(
-                    lagmod.LagInput(
-                        tp[0],
-                        tp[1],
-                        current,
-                        hist_row.state if hist_row and hist_row.state else "[]",
-                        lagmod.samples_to_json(fresh, keep=None),
-                    )
+            lag_inputs.append(
+                lagmod.LagInput(
+                    tp[0],
+                    tp[1],
+                    current,
+                    hist_row.state if hist_row and hist_row.state else "[]",
+                    lagmod.samples_to_json(fresh, keep=None),
                 )
+            )
             b.new_states.append(
                 st.StateRow(
                     st.SAMPLES, key, lagmod.samples_to_json([*history, *fresh]), None, b.cluster
@@ -614,8 +610,7 @@ class IngestPipeline:
 
     def _queue_lag(self, b: Batch, inputs: Sequence[lagmod.LagInput]) -> None:
         """Queue ``partition_lag``'s append, its rows computed in the executors (counted by
-        the write). Kept once computed: the gate's uniqueness check reads them before the
-        append does, and computing lag twice would cost more than holding the rows."""
+        the write)."""
         sampler = self.samplers[b.cluster]
         frame = lagmod.lag_frame(
             b.spark,
@@ -624,8 +619,7 @@ class IngestPipeline:
             read_uncommitted_groups=self.cfg.pipeline.read_uncommitted_groups,
             record_time=sampler.record_reader(),
             cluster=b.cluster,
-        ).persist(StorageLevel.MEMORY_AND_DISK)
-        b.cached.append(frame)
+        )
         BatchWriter.append(b.tasks, "partition_lag", frame, None)
 
     def _open_transactions(self, b: Batch) -> list[TransactionRow]:
