@@ -254,6 +254,12 @@ def test_audit_rows_add_up_in_both_runs(spark: SparkSession, runs: Runs) -> None
             assert sum(r["rows_by_kind"].values()) == r["rows_in"]
             assert r["rows_written"]["raw_records"] == r["rows_in"]
             assert r["offsets_not_seen"] == 0  # a log directory has no gaps here
+        # Lag rows are computed in the executors and counted by their append (a run's first
+        # batch, which may be a replay, apart): both add up to the table.
+        lag_rows = _table(spark, cfg, "partition_lag").count()
+        assert lag_rows > 0
+        assert sum(r["rows_written"].get("partition_lag", 0) for r in rows) == lag_rows
+        assert sum(1 for r in rows if r["rows_written"].get("partition_lag")) == len(rows)
     batches = sorted(
         r["batch_id"] for r in _table(spark, runs.interrupted, "batch_audit").collect()
     )

@@ -160,3 +160,16 @@ def _appended_files(spark: SparkSession, cfg: config.Config, logical: str) -> li
         int(r["operationMetrics"]["numFiles"])
         for r in history.where("operation = 'WRITE'").collect()
     ]
+
+
+def test_the_audit_counts_the_lag_rows_the_executors_wrote(
+    spark: SparkSession, scenario: tuple[config.Config, list[dict[str, Any]]]
+) -> None:
+    """partition_lag is computed and appended in the executors, never on the driver, and the
+    audit still counts its rows: they add up to the table."""
+    cfg, _ = scenario
+    audit = _rows(spark, cfg, "batch_audit")
+    written = [r["rows_written"].get("partition_lag", 0) for r in audit]
+    stored = spark.table(catalogue.table_name(cfg, "partition_lag")).count()
+    assert stored > 0
+    assert sum(written) == stored
