@@ -305,8 +305,8 @@ class BatchWriter:
                 frame = writes.table_frame(session, task.logical, rows)
             counted: Observation | None = None
             uncounted = 0
-            if task.rows is None:
-                if fresh and not task.merge:
+            if task.rows is None and not task.merge:  # a MERGE reports its own count
+                if fresh:
                     # Counted by the append, which runs: an observation costs no job.
                     counted = Observation(f"{task.logical}_rows_written")
                     frame = frame.observe(counted, F.count(F.lit(1)).alias("rows"))

@@ -111,11 +111,10 @@ def append(
     query_name: str,
     batch_id: int,
     fresh: bool = False,
-) -> bool:
+) -> None:
     """Append ``df`` to a table, at most once per (query, table, batch id); ``fresh``: the
-    caller knows the batch cannot be a replay (module docstring). Returns whether it appended
-    (:func:`append_once`)."""
-    return append_once(
+    caller knows the batch cannot be a replay (module docstring)."""
+    append_once(
         df,
         catalogue.table_name(cfg, logical),
         app_id(query_name, logical, "append"),
