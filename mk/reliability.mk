@@ -20,12 +20,12 @@ fuzz: install ## hypothesis at scale on the protocol layer for FUZZ_SECONDS (dec
 
 .PHONY: fuzz
 
-CHAOS_TRIALS ?= 20
+CHAOS_TRIALS ?= 50
 CHAOS_SEED ?= 1
 CHAOS_KILLS_PER_CHAIN ?= 5
 CHAOS_OUT ?= .work/chaos
 
-chaos: install ## SIGKILL the ingest driver CHAOS_TRIALS times (timed / inside a Delta commit), restart, compare every table
+chaos: install ## SIGKILL the ingest driver CHAOS_TRIALS times (timed, after a Delta commit, inside one, after a batch's audit row), restart, compare every table
 	$(PY) -m offsetscope.verify.chaos --trials $(CHAOS_TRIALS) --kills-per-chain $(CHAOS_KILLS_PER_CHAIN) --seed $(CHAOS_SEED) --out $(CHAOS_OUT)
 
 .PHONY: chaos

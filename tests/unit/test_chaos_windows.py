@@ -88,3 +88,26 @@ def test_each_window_of_a_batch(tmp_path: Path, warehouse: Path) -> None:
         chaos.AMONG_WRITES,
         chaos.BEFORE_CHECKPOINT,
     }
+
+
+def test_files_count_the_audit_commits_apart(tmp_path: Path, warehouse: Path) -> None:
+    before = chaos._files(warehouse, "trial")
+    _commit(warehouse, "trial", "batch_audit", 0, "chaos:batch_audit:append", 0)
+    (warehouse / "trial.db" / "batch_audit" / "part-0.parquet").write_bytes(b"")
+    after = chaos._files(warehouse, "trial")
+    assert before == chaos.Files(3, 0, 0)
+    assert after == chaos.Files(4, 1, 1)
+
+
+def test_each_kill_mode_fires_on_its_own_count() -> None:
+    start = chaos.Files(10, 20, 2)
+    rules = {mode: chaos._kill_rule(mode, 2, start) for mode in chaos.MODES}
+    assert set(chaos.MODES) == {"timed", "commit", "inside", "audit"}
+    assert [m for m, rule in rules.items() if rule(2.0, start)] == ["timed"]
+    assert [m for m, rule in rules.items() if rule(0.0, chaos.Files(12, 20, 2))] == ["commit"]
+    assert [m for m, rule in rules.items() if rule(0.0, chaos.Files(11, 22, 2))] == ["inside"]
+    # The second audit commit after the restart: the batch after next has written every table.
+    assert [m for m, rule in rules.items() if rule(0.0, chaos.Files(11, 21, 4))] == ["audit"]
+    assert not rules["audit"](0.0, chaos.Files(99, 99, 3))
+    with pytest.raises(ValueError, match="unknown kill mode"):
+        chaos._kill_rule("sometimes", 1, start)

@@ -25,8 +25,11 @@ uniform moment of the first 15-70 % of the uninterrupted run's duration; ``commi
 the j-th new Delta commit file (``_delta_log/*.json``) of the schema's tables appears, j uniform
 over one micro-batch's commits (the batch's other writes, the fold state and the audit row still
 to come); ``inside`` -- the moment the j-th new data file (``*.parquet``) appears, j uniform over
-one batch's data files: a write whose files exist and whose commit does not yet. Files are
-polled every 5 ms.
+one batch's data files: a write whose files exist and whose commit does not yet; ``audit`` -- the
+moment the j-th new ``batch_audit`` commit appears, j of 1 or 2: a batch's last table commit is
+its audit row, so the kill lands after every table write of the batch and before the streaming
+checkpoint commits it (the window a restart must replay as a whole batch of skipped writes).
+Files are polled every 5 ms.
 
 What a kill interrupted is read from the files it left (:func:`interrupted`): the batch in
 flight (logged in the checkpoint's ``offsets/``, not in its ``commits/``) and which of the
@@ -48,7 +51,7 @@ Input: a deterministic synthetic log directory (:mod:`offsetscope.sim.synthetic`
 process runs in its own warehouse and metastore under ``--out`` (the embedded metastore admits
 one JVM at a time; the trials run one after another).
 
-``python -m offsetscope.verify.chaos --trials 20 --kills-per-chain 5 --seed 1 --out .work/chaos``
+``python -m offsetscope.verify.chaos --trials 50 --kills-per-chain 5 --seed 1 --out .work/chaos``
 (``make chaos``).
 """
 
@@ -79,7 +82,7 @@ BASELINE: Final = "chaos_base"
 QUERY: Final = "chaos"
 
 
-MODES: Final = ("timed", "commit", "inside")
+MODES: Final = ("timed", "commit", "inside", "audit")
 # Where a kill lands in the micro-batch it interrupts (see the module docstring).
 STARTUP: Final = "start-up, nothing written since the restart"
 BETWEEN_BATCHES: Final = "between batches"
@@ -96,6 +99,7 @@ WINDOWS: Final = (
     BEFORE_CHECKPOINT,
 )
 STATE_TABLE: Final = "fold_state"
+AUDIT_TABLE: Final = "batch_audit"  # written last in a batch (``pipelines/batch.py``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +108,7 @@ class Trial:
 
     number: int
     chain: int
-    mode: str  # timed | commit | inside (see the module docstring)
+    mode: str  # timed | commit | inside | audit (see the module docstring)
     target: float  # seconds after the restart, or the j-th new commit / data file
     killed_after: float | None  # seconds after the restart; None: it ended before the kill
     files: tuple[int, int]  # (commit files, data files) of the schema when it was killed
@@ -142,6 +146,7 @@ class Files:
 
     commits: int  # _delta_log/*.json
     data: int  # *.parquet data files (checkpoints under _delta_log not counted)
+    audits: int = 0  # batch_audit's _delta_log/*.json: batches whose writes all committed
 
 
 def trial_config(base: config.Config, out: Path, schema: str, max_records: int) -> config.Config:
@@ -190,17 +195,19 @@ def _driver(out: Path, schema: str, max_records: int, env: str) -> int:
 def _files(warehouse: Path, schema: str) -> Files:
     """The schema's Delta commit and data files so far."""
     root = warehouse / f"{schema}.db"
-    commits = data = 0
+    commits = data = audits = 0
     if root.is_dir():
         for table in root.iterdir():
             if not table.is_dir():
                 continue
             for path in table.rglob("*"):
                 if path.parent.name == "_delta_log":
-                    commits += path.name.endswith(".json")
+                    is_commit = path.name.endswith(".json")
+                    commits += is_commit
+                    audits += is_commit and table.name == AUDIT_TABLE
                 elif path.name.endswith(".parquet"):
                     data += 1
-    return Files(commits, data)
+    return Files(commits, data, audits)
 
 
 def batch_in_flight(checkpoint: Path) -> int | None:
@@ -290,12 +297,16 @@ def _run(
 
 def _kill_rule(mode: str, target: float, start: Files) -> Callable[[float, Files], bool]:
     """When a trial of ``mode`` kills: ``target`` seconds after the restart, or once the
-    ``target``-th commit or data file after ``start`` exists."""
+    ``target``-th commit, data file or ``batch_audit`` commit after ``start`` exists."""
     if mode == "timed":
         return lambda seconds, _files: seconds >= target
     if mode == "commit":
         return lambda _seconds, now: now.commits >= start.commits + target
-    return lambda _seconds, now: now.data >= start.data + target
+    if mode == "audit":
+        return lambda _seconds, now: now.audits >= start.audits + target
+    if mode == "inside":
+        return lambda _seconds, now: now.data >= start.data + target
+    raise ValueError(f"unknown kill mode {mode!r} (one of {', '.join(MODES)})")
 
 
 def _stable(df: Any) -> Any:
@@ -392,7 +403,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="offsetscope.verify.chaos", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--trials", type=int, default=50)
     parser.add_argument("--kills-per-chain", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path(".work/chaos"))
@@ -451,6 +462,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             mode = MODES[n % len(MODES)]
             if mode == "timed":
                 target: float = rng.uniform(0.15, 0.7) * duration
+            elif mode == "audit":
+                # A restart has at most ``--batches`` left; the first two are the likeliest.
+                target = rng.randint(1, min(2, args.batches))
             else:
                 target = rng.randint(1, per_batch.commits if mode == "commit" else per_batch.data)
             before = count()
