@@ -92,11 +92,15 @@ def test_each_window_of_a_batch(tmp_path: Path, warehouse: Path) -> None:
 
 def test_files_count_the_audit_commits_apart(tmp_path: Path, warehouse: Path) -> None:
     before = chaos._files(warehouse, "trial")
-    _commit(warehouse, "trial", "batch_audit", 0, "chaos:batch_audit:append", 0)
+    # Its creation (version 0) is no batch's audit row; version 1 is.
+    _commit(warehouse, "trial", "batch_audit", 0, "chaos:batch_audit:create", 0)
+    created = chaos._files(warehouse, "trial")
+    _commit(warehouse, "trial", "batch_audit", 1, "chaos:batch_audit:append", 0)
     (warehouse / "trial.db" / "batch_audit" / "part-0.parquet").write_bytes(b"")
     after = chaos._files(warehouse, "trial")
     assert before == chaos.Files(3, 0, 0)
-    assert after == chaos.Files(4, 1, 1)
+    assert created == chaos.Files(4, 0, 0)
+    assert after == chaos.Files(5, 1, 1)
 
 
 def test_each_kill_mode_fires_on_its_own_count() -> None:

@@ -100,6 +100,7 @@ WINDOWS: Final = (
 )
 STATE_TABLE: Final = "fold_state"
 AUDIT_TABLE: Final = "batch_audit"  # written last in a batch (``pipelines/batch.py``)
+FIRST_COMMIT: Final = f"{0:020d}.json"  # a Delta table's version 0: CREATE TABLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +147,7 @@ class Files:
 
     commits: int  # _delta_log/*.json
     data: int  # *.parquet data files (checkpoints under _delta_log not counted)
-    audits: int = 0  # batch_audit's _delta_log/*.json: batches whose writes all committed
+    audits: int = 0  # batch_audit's commits after its creation: batches whose writes all landed
 
 
 def trial_config(base: config.Config, out: Path, schema: str, max_records: int) -> config.Config:
@@ -204,7 +205,8 @@ def _files(warehouse: Path, schema: str) -> Files:
                 if path.parent.name == "_delta_log":
                     is_commit = path.name.endswith(".json")
                     commits += is_commit
-                    audits += is_commit and table.name == AUDIT_TABLE
+                    # Version 0 is the table's creation, not a batch's audit row.
+                    audits += is_commit and table.name == AUDIT_TABLE and path.name != FIRST_COMMIT
                 elif path.name.endswith(".parquet"):
                     data += 1
     return Files(commits, data, audits)
