@@ -4,16 +4,14 @@ with data-record times read by the executors from a data log directory."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from offsetscope.history.lag import Position
 from offsetscope.history.rows import EndOffsetSample
 from offsetscope.pipelines import lag
-from offsetscope.pipelines.writer import BatchWriter, Write
 from offsetscope.sim.synthetic import SyntheticLog, Workload
 from offsetscope.spark import writes
 
@@ -80,54 +78,3 @@ def test_the_executors_compute_the_rows_the_driver_would(
     assert [(f.name, f.dataType) for f in frame.schema] == [
         (f.name, f.dataType) for f in typed.schema
     ]
-
-
-def test_two_inputs_of_one_partition_are_refused(spark: SparkSession) -> None:
-    empty = lag.positions_to_json(lag.PartitionPositions())
-    one = lag.LagInput("orders", 0, empty, "[]", "[]")
-    with pytest.raises(ValueError, match="two lag inputs for orders-0"):
-        lag.lag_frame(spark, [one, one], read_committed_groups=[])
-
-
-def test_the_gate_checks_lag_keys_in_the_pass_that_appends(
-    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from offsetscope.quality import expressions
-
-    inputs = []
-    for partition in range(6):
-        positions = lag.update_positions(
-            lag.PartitionPositions(),
-            [Position(f"g{g}", 10 * g, T0 + g, g) for g in range(1, 40)],
-        )
-        samples = [
-            EndOffsetSample("orders", partition, 0, 500, -1, T0 + 60_000 + i * 1_000)
-            for i in range(3)
-        ]
-        inputs.append(
-            lag.LagInput(
-                "orders",
-                partition,
-                lag.positions_to_json(positions),
-                "[]",
-                lag.samples_to_json(samples, keep=None),
-            )
-        )
-    # Two clusters' shares of a batch, combined into one write as the pipeline combines them.
-    tasks: list[Write] = []
-    for cluster in ("east", "west"):
-        frame = lag.lag_frame(spark, inputs, read_committed_groups=[], cluster=cluster)
-        BatchWriter.append(tasks, "partition_lag", frame, None, colocated=True)
-    (write,) = BatchWriter.combine(tasks)
-    assert write.colocated
-    assert isinstance(write.source, DataFrame)
-    assert write.source.rdd.getNumPartitions() > 1
-    monkeypatch.setattr(expressions, "repeats", lambda *_: pytest.fail("a repeats job ran"))
-    observed = expressions.observe_frame(write.source, "partition_lag", 7, colocated=True)
-    observed.good.write.format("noop").mode("overwrite").save()
-    result = observed.result()
-    assert (result.evaluated_rows, result.failed_rows) == (2 * 6 * 39 * 3, 0)
-    assert result.success
-    # One part whose keys may be anywhere makes the whole so.
-    plain = dataclasses.replace(tasks[1], colocated=False)
-    assert not BatchWriter.combine([tasks[0], plain])[0].colocated

@@ -47,15 +47,13 @@ def _named(df: DataFrame, key: tuple[str, ...]) -> list[str]:
     return sorted(repr((*(r[c] for c in key), sorted(r[FAILED]))) for r in _plain(df).collect())
 
 
-def _same_decision(df: DataFrame, table: str, colocated: bool = False, **settings: Any) -> None:
+def _same_decision(df: DataFrame, table: str, **settings: Any) -> None:
     """great-expectations, the compiled gate before a write and the gate counted by the write
-    decide alike (``colocated``: the compiled gates told that a key's rows share a partition)."""
+    decide alike."""
     columns = tuple(df.columns)
     quality = QualityConfig(**settings)
     ge_good, ge_failed, ge_result = validate(df, table, 4, clock=NOW, settings=quality)
-    gated = expressions.validate_frame(
-        df, table, 4, clock=NOW, settings=quality, colocated=colocated
-    )
+    gated = expressions.validate_frame(df, table, 4, clock=NOW, settings=quality)
     try:
         assert _rows(gated.good) == _rows(ge_good)
         assert tuple(gated.good.columns) == columns
@@ -63,9 +61,7 @@ def _same_decision(df: DataFrame, table: str, colocated: bool = False, **setting
         _same_result(gated.result, ge_result)
     finally:
         gated.release()
-    observed = expressions.observe_frame(
-        df, table, 4, clock=NOW, settings=quality, colocated=colocated
-    )
+    observed = expressions.observe_frame(df, table, 4, clock=NOW, settings=quality)
     assert tuple(observed.good.columns) == columns
     assert _rows(observed.good) == _rows(ge_good)  # the pass that counts
     _same_result(observed.result(), ge_result)
@@ -204,39 +200,3 @@ def test_the_window_runs_only_when_a_key_repeats(spark: SparkSession) -> None:
     assert "Window" not in plan
     named = expressions.annotate(doubled, [unique]).where(F.size(FAILED) > 0)
     assert sorted(r["group_id"] for r in named.collect()) == ["k", "k"]
-
-
-@pytest.mark.parametrize("quarantine", [True, False])
-def test_colocated_keys_are_decided_per_partition_in_the_writing_pass(
-    spark: SparkSession, monkeypatch: pytest.MonkeyPatch, quarantine: bool
-) -> None:
-    rows = [*CLEAN, *(r for r, _ in PLANTED.values()), *DUPLICATES, *DUPLICATES]
-    # Hashed by group: a key's copies share a partition, different keys spread over three.
-    df = writes.rows_frame(spark, "group_generations", rows, cluster="default").repartition(
-        3, "group_id"
-    )
-    assert df.rdd.glom().map(len).filter(bool).count() > 1
-    ge_result = validate(df, "group_generations", 4, clock=NOW)[2]
-    assert not ge_result.success
-    # No job looks for repeats before the write, and no window sorts the batch.
-    monkeypatch.setattr(expressions, "repeats", lambda *_: pytest.fail("a repeats job ran"))
-    _same_decision(df, "group_generations", colocated=True, quarantine_failed_rows=quarantine)
-    checks = suites.checks_for("group_generations", *bounds(QualityConfig(), NOW.now_ms()))
-    plan = expressions.annotate(df, checks, colocated=True)._jdf.queryExecution().optimizedPlan()
-    assert "Window" not in plan.toString()
-    assert "MapInArrow" in plan.toString()
-    assert FAILED in expressions.annotate(df, checks, colocated=True).columns
-    assert not [
-        c for c in expressions.annotate(df, checks, colocated=True).columns if "__repeats" in c
-    ]
-
-
-def test_a_batch_without_a_uniqueness_check_is_not_marked(spark: SparkSession) -> None:
-    df = writes.rows_frame(spark, "group_generations", CLEAN, cluster="default")
-    checks = [
-        c
-        for c in suites.checks_for("group_generations", *bounds(QualityConfig(), NOW.now_ms()))
-        if not c.name.startswith("unique:")
-    ]
-    plan = expressions.annotate(df, checks, colocated=True)._jdf.queryExecution().optimizedPlan()
-    assert "MapInArrow" not in plan.toString()

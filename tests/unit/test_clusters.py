@@ -247,8 +247,3 @@ def test_the_writes_of_several_clusters_are_one_write_per_table_and_kind() -> No
     # Without a restriction on one part, none on the whole.
     open_ended = BatchWriter.combine([tasks[0], dataclasses.replace(tasks[2], prune=())])
     assert open_ended[0].prune == ()
-    # Only a DataFrame's rows sit in Spark partitions.
-    queued: list[Write] = []
-    with pytest.raises(TypeError, match="only a DataFrame"):
-        BatchWriter.append(queued, "partition_lag", lambda: east, 1, colocated=True)
-    assert not queued

@@ -620,9 +620,7 @@ class IngestPipeline:
             record_time=sampler.record_reader(),
             cluster=b.cluster,
         )
-        # A key's rows come from one input, computed by one task (lag_frame): the gate finds
-        # repeated keys in the pass that appends them, not in a job that computes them again.
-        BatchWriter.append(b.tasks, "partition_lag", frame, None, colocated=True)
+        BatchWriter.append(b.tasks, "partition_lag", frame, None)
 
     def _open_transactions(self, b: Batch) -> list[TransactionRow]:
         """Transactions not completed: the table's, with this batch's versions of its rows

@@ -708,21 +708,7 @@ def lag_frame(
     cluster: str | None = None,
 ) -> DataFrame:
     """The ``partition_lag`` rows of ``inputs`` as a DataFrame computed in the executors (its
-    written columns, timestamps typed: :func:`offsetscope.spark.writes.ms_frame`).
-
-    Rows that share a key (group, topic, partition, sample time) are always in one Spark
-    partition: each input's rows are computed by one task, and no two inputs are of the same
-    topic partition. Its gate relies on that (``colocated``,
-    :func:`offsetscope.quality.expressions.annotate`).
-
-    Raises:
-        ValueError: two inputs of the same topic partition.
-    """
-    seen: set[tuple[str, int]] = set()
-    for i in inputs:
-        if (i.topic, i.partition) in seen:
-            raise ValueError(f"two lag inputs for {i.topic}-{i.partition}")
-        seen.add((i.topic, i.partition))
+    written columns, timestamps typed: :func:`offsetscope.spark.writes.ms_frame`)."""
     # The largest first: a local relation is split into contiguous slices, and the partitions
     # with the most groups should not share one.
     table = inputs_table(sorted(inputs, key=lambda i: -len(i.positions)))

@@ -68,10 +68,7 @@ class Write:
     ``source`` is a DataFrame of the batch, gated in the executors, or driver rows as a
     :data:`RowsSource`: the gate checks those without a Spark job, and they become a DataFrame
     in the session that writes them. ``rows`` None: the rows of an appended DataFrame are
-    computed in the executors and counted by the append that writes them. ``colocated``: the
-    DataFrame's rows that share a key are always in one Spark partition, so its gate decides
-    uniqueness per partition, in the pass that writes it
-    (:func:`offsetscope.quality.expressions.annotate`).
+    computed in the executors and counted by the append that writes them.
     """
 
     logical: str
@@ -79,7 +76,6 @@ class Write:
     source: DataFrame | RowsSource
     rows: int | None
     prune: tuple[str, ...] = ()
-    colocated: bool = False
 
 
 @dataclass(slots=True)
@@ -133,20 +129,12 @@ class BatchWriter:
 
     @staticmethod
     def append(
-        tasks: list[Write],
-        logical: str,
-        source: DataFrame | RowsSource,
-        rows: int | None,
-        *,
-        colocated: bool = False,
+        tasks: list[Write], logical: str, source: DataFrame | RowsSource, rows: int | None
     ) -> None:
-        """Queue an idempotent append (``rows`` None: a DataFrame's, counted as it is written;
-        ``colocated``: see :class:`Write`)."""
+        """Queue an idempotent append (``rows`` None: a DataFrame's, counted as it is written)."""
         if rows is None and not isinstance(source, DataFrame):
             raise TypeError(f"{logical}: rows from the driver are counted when queued")
-        if colocated and not isinstance(source, DataFrame):
-            raise TypeError(f"{logical}: only a DataFrame's rows sit in Spark partitions")
-        tasks.append(Write(logical, False, source, rows, colocated=colocated))
+        tasks.append(Write(logical, False, source, rows))
 
     @staticmethod
     def merge_rows(
@@ -193,9 +181,7 @@ class BatchWriter:
         batch) made one, in the order of their first: one Delta commit per table and batch,
         and one idempotency version (a second write under the same app id and batch id would
         be skipped as a replay of the first). A combined MERGE is restricted to what any of
-        its parts is. Combined frames stay ``colocated`` when every part is: a union keeps
-        each part's partitions, and the parts are different clusters' rows, whose keys differ
-        by their cluster."""
+        its parts is."""
         groups: dict[tuple[str, bool], list[Write]] = {}
         for task in tasks:
             groups.setdefault((task.logical, task.merge), []).append(task)
@@ -218,8 +204,7 @@ class BatchWriter:
                 prune = (" OR ".join(f"({' AND '.join(p.prune)})" for p in parts),)
             counts = [p.rows for p in parts]
             total = None if None in counts else sum(n for n in counts if n is not None)
-            colocated = all(p.colocated for p in parts)
-            out.append(Write(logical, merge, source, total, prune, colocated))
+            out.append(Write(logical, merge, source, total, prune))
         return out
 
     # ------------------------------------------------------------------ running
@@ -305,13 +290,10 @@ class BatchWriter:
                             batch_id,
                             settings=self.cfg.quality,
                             clock=self.clock,
-                            colocated=task.colocated,
                         )
                     frame = observed.good
                 elif gated:
-                    checked = self._gate_frame(
-                        spark, batch_id, frame, task.logical, timings, colocated=task.colocated
-                    )
+                    checked = self._gate_frame(spark, batch_id, frame, task.logical, timings)
                     results.append(checked.result)
                     gate_passed()
                     frame = checked.good
@@ -390,26 +372,14 @@ class BatchWriter:
             return good
 
     def _gate_frame(
-        self,
-        spark: SparkSession,
-        batch_id: int,
-        frame: DataFrame,
-        logical: str,
-        timings: Timings,
-        *,
-        colocated: bool = False,
+        self, spark: SparkSession, batch_id: int, frame: DataFrame, logical: str, timings: Timings
     ) -> expressions.Gated:
         """The table's suite on a batch that stays in Spark (:func:`offsetscope.quality.
         expressions.validate_frame`): failing rows to ``quality_quarantine``; the rows to write
         are the result's ``good`` (release it once they are written)."""
         with timings.timed(f"quality {logical}"):
             checked = expressions.validate_frame(
-                frame,
-                logical,
-                batch_id,
-                settings=self.cfg.quality,
-                clock=self.clock,
-                colocated=colocated,
+                frame, logical, batch_id, settings=self.cfg.quality, clock=self.clock
             )
             self._quarantine(spark, checked.result, lambda _: checked.failed)
             return checked

@@ -10,12 +10,7 @@ A batch that cannot be a replay is counted in the pass that writes it instead
 (:func:`observe_frame`, a Spark ``Observation`` of the write): the batch is read once.
 A uniqueness check names its rows with a window over the batch, which sorts it; a hash
 aggregation first (:func:`repeats`) finds whether any key repeats at all, and the window runs
-only when one does -- a batch whose keys are unique by construction skips the sort. That
-aggregation is still a job of its own, which reads the batch once more: a batch computed in the
-executors (``partition_lag``'s rows, :mod:`offsetscope.pipelines.lag`) would be computed twice.
-Its producer can say instead that rows sharing a key are always in one Spark partition
-(``colocated``): the repeats are then named per partition, in the pass that writes the batch
-(:func:`mark_repeats`), with no job and no shuffle.
+only when one does -- a batch whose keys are unique by construction skips the sort.
 
 The semantics are great-expectations' own for the six expectation types the suites use, which
 the tests hold to great-expectations on the same rows:
@@ -40,14 +35,12 @@ names of the checks they broke.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Observation, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, StructField, StructType
 
 from offsetscope.clock import Clock
 from offsetscope.config import QualityConfig
@@ -141,61 +134,20 @@ def repeats(df: DataFrame, check: suites.Check) -> bool:
     return not df.groupBy(*cols).count().where(F.col("count") > 1).isEmpty()
 
 
-def mark_repeats(df: DataFrame, checks: Sequence[suites.Check]) -> tuple[DataFrame, list[str]]:
-    """``df`` plus one boolean column per uniqueness check of ``checks``, true where the row's
-    values repeat within its Spark partition, and those columns' names.
-
-    Each partition is read whole by one Python task and decided by
-    :func:`offsetscope.quality.arrow.broken` (great-expectations' semantics), in the stage that
-    computes the rows: no job and no shuffle. It equals the check over the whole batch only when
-    rows sharing a key are always in one partition (``colocated`` in :func:`annotate`).
-    """
-    unique = tuple(c for c in checks if c.expectation in _UNIQUE)
-    names = [f"__repeats_{i}" for i in range(len(unique))]
-    schema = StructType(
-        [*df.schema.fields, *(StructField(n, BooleanType(), nullable=False) for n in names)]
-    )
-
-    def mark(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from offsetscope.quality import arrow  # it imports this module
-
-        whole = list(batches)  # a key's rows may sit in different Arrow batches
-        if not whole:
-            return
-        table = pa.Table.from_batches(whole)
-        flags = [pa.array(arrow.broken(c, table), pa.bool_()) for c in unique]
-        for name, flag in zip(names, flags, strict=True):
-            table = table.append_column(name, flag)
-        yield from table.to_batches()
-
-    return df.mapInArrow(mark, schema), names
-
-
-def annotate(
-    df: DataFrame, checks: Sequence[suites.Check], *, colocated: bool = False
-) -> DataFrame:
+def annotate(df: DataFrame, checks: Sequence[suites.Check]) -> DataFrame:
     """``df`` plus ``failed_expectations``: the names of the checks each row breaks (empty
-    for a row that passes), in the suite's order.
-
-    ``colocated``: the producer of ``df`` promises that rows sharing the values of a
-    uniqueness check's columns are always in the same Spark partition, so the check is decided
-    per partition (:func:`mark_repeats`) instead of by a job over the batch (:func:`repeats`)
-    and a window.
-    """
+    for a row that passes), in the suite's order."""
     timestamps = timestamp_columns(df.schema)
-    flags: dict[int, str] = {}
-    if colocated and any(c.expectation in _UNIQUE for c in checks):
-        df, marked = mark_repeats(df, checks)
-        unique = [i for i, c in enumerate(checks) if c.expectation in _UNIQUE]
-        flags = dict(zip(unique, marked, strict=True))
-
-    def breaks(i: int, c: suites.Check) -> Column:
-        if i in flags:
-            return F.col(flags[i])
-        return broken(c, timestamps, repeats=c.expectation not in _UNIQUE or repeats(df, c))
-
-    names = F.array(*[F.when(breaks(i, c), F.lit(c.name)) for i, c in enumerate(checks)])
-    return df.withColumn(FAILED, F.filter(names, lambda n: n.isNotNull())).drop(*flags.values())
+    names = F.array(
+        *[
+            F.when(
+                broken(c, timestamps, repeats=c.expectation not in _UNIQUE or repeats(df, c)),
+                F.lit(c.name),
+            )
+            for c in checks
+        ]
+    )
+    return df.withColumn(FAILED, F.filter(names, lambda n: n.isNotNull()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,19 +174,18 @@ def validate_frame(
     *,
     settings: QualityConfig | None = None,
     clock: Clock | None = None,
-    colocated: bool = False,
 ) -> Gated:
     """Validate a batch of ``table`` with its suite, in the executors; split good from failed.
 
     One aggregation brings the counts to the driver; ``good`` is every row no check named (all
     rows when ``quarantine_failed_rows`` is off), ``failed`` the named rows plus
-    ``failed_expectations``. ``colocated``: see :func:`annotate`.
+    ``failed_expectations``.
 
     Raises:
         KeyError: ``table`` has no suite.
     """
     settings, started, now, checks = start(table, df.columns, settings, clock)
-    annotated = annotate(df, checks, colocated=colocated).persist()
+    annotated = annotate(df, checks).persist()
     counts = annotated.agg(*_counters(checks)).first()
     if counts is None:  # an aggregation without grouping returns one row, even on no rows
         raise RuntimeError(f"no counts for the {table} gate")
@@ -281,13 +232,11 @@ def observe_frame(
     *,
     settings: QualityConfig | None = None,
     clock: Clock | None = None,
-    colocated: bool = False,
 ) -> Observed:
     """Validate a batch of ``table`` in the pass that writes it: the counts
     :func:`validate_frame` aggregates in a job of their own are a Spark ``Observation`` of the
     write instead, so the batch is read once rather than annotated, persisted and counted
-    first. Only a uniqueness check still costs a job before the write (:func:`repeats`),
-    unless the batch is ``colocated`` (:func:`annotate`).
+    first. Only a uniqueness check still costs a job before the write (:func:`repeats`).
 
     The write must run: a write skipped as a replay never reports the counts, so only a batch
     that cannot be a replay (``offsetscope.spark.writes``, fresh) takes this path. Failing rows
@@ -298,7 +247,7 @@ def observe_frame(
     """
     settings, started, now, checks = start(table, df.columns, settings, clock)
     observation = Observation()
-    annotated = annotate(df, checks, colocated=colocated)
+    annotated = annotate(df, checks)
     counted = annotated.observe(observation, *_counters(checks))
     good = (
         counted.where(F.size(FAILED) == 0) if settings.quarantine_failed_rows else counted
