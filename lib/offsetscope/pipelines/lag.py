@@ -72,6 +72,9 @@ from offsetscope.config import Config
 from offsetscope.history import lag as lag_history
 from offsetscope.history.lag import LagIndex, Position, RecordTime, append_time
 from offsetscope.history.rows import EndOffsetSample
+from offsetscope.history.tables import TABLES as HISTORY_TABLES
+from offsetscope.quality import arrow as arrow_checks
+from offsetscope.quality import expressions, suites
 from offsetscope.spark import logdir, sources, writes
 from offsetscope.spark import tables as catalogue
 
@@ -82,6 +85,7 @@ if TYPE_CHECKING:
 POSITIONS_FORMAT = "positions/2"
 # partition_lag's columns as lag_table builds them (timestamps as epoch ms).
 LAG_SCHEMA = writes.ms_schema("partition_lag")
+KEY = tuple(HISTORY_TABLES["partition_lag"].key)  # within a cluster
 # Samples kept per partition for lag-in-seconds interpolation.
 RECENT_SAMPLES = 64
 # Data-record timestamps remembered by the segment sampler (see SegmentSampler.record_time).
@@ -679,9 +683,17 @@ def lag_rows(
     read_committed_groups: Sequence[str],
     read_uncommitted_groups: Sequence[str] = (),
     record_time: RecordTime | None = None,
+    mark_repeats: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """The ``partition_lag`` rows (:data:`LAG_SCHEMA`) of :class:`LagInput` rows: the body of
-    :func:`lag_frame`'s ``mapInArrow``, one :func:`lag_table` per input row."""
+    :func:`lag_frame`'s ``mapInArrow``, one :func:`lag_table` per input row.
+
+    ``mark_repeats``: each row also says whether its key repeats (the key's uniqueness check,
+    :func:`offsetscope.quality.expressions.mark_column`). A key names its topic partition, so
+    its rows all come from one input, and one input's rows are checked together: marked here,
+    the gate needs no job that computes the rows again.
+    """
+    unique = suites.unique(KEY)
     for batch in batches:
         for row in batch.to_pylist():
             topic, partition = row["topic"], row["partition"]
@@ -695,6 +707,11 @@ def lag_rows(
                 record_time,
                 read_uncommitted_groups,
             )
+            if mark_repeats:
+                table = table.append_column(
+                    expressions.mark_column(unique),
+                    pa.array(arrow_checks.broken(unique, table), pa.bool_()),
+                )
             yield from table.to_batches(max_chunksize=_ROWS_PER_CHUNK)
 
 
@@ -708,7 +725,18 @@ def lag_frame(
     cluster: str | None = None,
 ) -> DataFrame:
     """The ``partition_lag`` rows of ``inputs`` as a DataFrame computed in the executors (its
-    written columns, timestamps typed: :func:`offsetscope.spark.writes.ms_frame`)."""
+    written columns, timestamps typed: :func:`offsetscope.spark.writes.ms_frame`), each marked
+    with whether its key repeats (:func:`lag_rows`; the gate reads the mark and drops it).
+
+    Raises:
+        ValueError: two inputs of the same topic partition (their rows' keys could repeat
+            across inputs, which the marks would not see).
+    """
+    seen: set[tuple[str, int]] = set()
+    for i in inputs:
+        if (i.topic, i.partition) in seen:
+            raise ValueError(f"two lag inputs for {i.topic}-{i.partition}")
+        seen.add((i.topic, i.partition))
     # The largest first: a local relation is split into contiguous slices, and the partitions
     # with the most groups should not share one.
     table = inputs_table(sorted(inputs, key=lambda i: -len(i.positions)))
@@ -717,11 +745,16 @@ def lag_frame(
 
     def compute(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return lag_rows(
-            batches, read_committed_groups=rc, read_uncommitted_groups=ru, record_time=record_time
+            batches,
+            read_committed_groups=rc,
+            read_uncommitted_groups=ru,
+            record_time=record_time,
+            mark_repeats=True,
         )
 
-    rows = frame.mapInArrow(compute, _ms_ddl("partition_lag"))
-    return writes.ms_frame("partition_lag", rows, cluster=cluster)
+    mark = expressions.mark_column(suites.unique(KEY))
+    rows = frame.mapInArrow(compute, f"{_ms_ddl('partition_lag')}, `{mark}` boolean")
+    return writes.ms_frame("partition_lag", rows, cluster=cluster, keep=(mark,))
 
 
 def _ms_ddl(logical: str) -> str:

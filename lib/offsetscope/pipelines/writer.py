@@ -297,6 +297,8 @@ class BatchWriter:
                     results.append(checked.result)
                     gate_passed()
                     frame = checked.good
+                else:
+                    frame = expressions.drop_marks(frame)
             else:
                 rows = task.source()
                 if gated:

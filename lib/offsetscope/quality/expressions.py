@@ -10,7 +10,13 @@ A batch that cannot be a replay is counted in the pass that writes it instead
 (:func:`observe_frame`, a Spark ``Observation`` of the write): the batch is read once.
 A uniqueness check names its rows with a window over the batch, which sorts it; a hash
 aggregation first (:func:`repeats`) finds whether any key repeats at all, and the window runs
-only when one does -- a batch whose keys are unique by construction skips the sort.
+only when one does -- a batch whose keys are unique by construction skips the sort. That
+aggregation is still a job that reads the batch again: a batch computed in Python in the
+executors (``partition_lag``'s rows, :mod:`offsetscope.pipelines.lag`) would be computed twice.
+Such a producer can mark the repeats itself, where it builds the rows, in a column the check
+reads instead (:func:`mark_column`; :func:`offsetscope.quality.arrow.broken` decides them, so
+the semantics stay great-expectations'); the gate drops the marks, and :func:`drop_marks`
+drops them from a batch written without a gate.
 
 The semantics are great-expectations' own for the six expectation types the suites use, which
 the tests hold to great-expectations on the same rows:
@@ -35,6 +41,7 @@ names of the checks they broke.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -134,20 +141,37 @@ def repeats(df: DataFrame, check: suites.Check) -> bool:
     return not df.groupBy(*cols).count().where(F.col("count") > 1).isEmpty()
 
 
+_MARK_PREFIX = "__repeats__"
+
+
+def mark_column(check: suites.Check) -> str:
+    """The column in which a batch's producer marks the rows that break the uniqueness check
+    ``check`` (true: the row's values repeat in the batch). It must mark them over the whole
+    batch -- where it knows that rows sharing the values are built together."""
+    return _MARK_PREFIX + re.sub(r"\W", "_", check.name)
+
+
+def drop_marks(df: DataFrame) -> DataFrame:
+    """``df`` without its producer's marks (:func:`mark_column`)."""
+    return df.drop(*[c for c in df.columns if c.startswith(_MARK_PREFIX)])
+
+
 def annotate(df: DataFrame, checks: Sequence[suites.Check]) -> DataFrame:
     """``df`` plus ``failed_expectations``: the names of the checks each row breaks (empty
-    for a row that passes), in the suite's order."""
+    for a row that passes), in the suite's order; without the producer's marks.
+
+    A uniqueness check whose :func:`mark_column` the batch carries reads it; any other finds
+    its repeats with a job over the batch (:func:`repeats`) and names them with a window.
+    """
     timestamps = timestamp_columns(df.schema)
-    names = F.array(
-        *[
-            F.when(
-                broken(c, timestamps, repeats=c.expectation not in _UNIQUE or repeats(df, c)),
-                F.lit(c.name),
-            )
-            for c in checks
-        ]
-    )
-    return df.withColumn(FAILED, F.filter(names, lambda n: n.isNotNull()))
+
+    def breaks(c: suites.Check) -> Column:
+        if c.expectation in _UNIQUE and mark_column(c) in df.columns:
+            return F.col(f"`{mark_column(c)}`")
+        return broken(c, timestamps, repeats=c.expectation not in _UNIQUE or repeats(df, c))
+
+    names = F.array(*[F.when(breaks(c), F.lit(c.name)) for c in checks])
+    return drop_marks(df.withColumn(FAILED, F.filter(names, lambda n: n.isNotNull())))
 
 
 @dataclass(frozen=True, slots=True)

@@ -390,11 +390,14 @@ def ms_table(logical: str, table: pa.Table, *, cluster: str | None = None) -> pa
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def ms_frame(logical: str, df: DataFrame, *, cluster: str | None = None) -> DataFrame:
+def ms_frame(
+    logical: str, df: DataFrame, *, cluster: str | None = None, keep: Sequence[str] = ()
+) -> DataFrame:
     """:func:`ms_table` in Spark: a DataFrame of a table's written columns with timestamps as
     epoch-ms integers, typed as the table (timestamps outside Spark's range nulled, or clamped
-    in a NOT NULL column), its ``cluster`` set to ``cluster``. For rows that are written from
-    the executors without reaching the driver (a batch's plain offset commits).
+    in a NOT NULL column), its ``cluster`` set to ``cluster``, followed by ``df``'s ``keep``
+    columns as they are (not the table's: a quality gate's marks). For rows that are written
+    from the executors without reaching the driver (a batch's plain offset commits).
 
     Raises:
         ValueError: ``cluster`` does not fit the table (:func:`with_cluster`), or ``df`` lacks
@@ -418,7 +421,7 @@ def ms_frame(logical: str, df: DataFrame, *, cluster: str | None = None) -> Data
                 column = F.least(F.greatest(ms, F.lit(MIN_TIMESTAMP_MS)), F.lit(MAX_TIMESTAMP_MS))
             column = F.timestamp_millis(column)
         out.append(column.cast(c.type).alias(c.name))
-    return df.select(*out)
+    return df.select(*out, *[F.col(f"`{k}`") for k in keep])
 
 
 def _ms_in_range(ms: pa.ChunkedArray, nullable: bool) -> pa.ChunkedArray:
