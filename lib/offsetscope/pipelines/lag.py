@@ -86,6 +86,9 @@ POSITIONS_FORMAT = "positions/2"
 # partition_lag's columns as lag_table builds them (timestamps as epoch ms).
 LAG_SCHEMA = writes.ms_schema("partition_lag")
 KEY = tuple(HISTORY_TABLES["partition_lag"].key)  # within a cluster
+# The key's uniqueness check, and the column lag_rows marks its repeats in.
+KEY_CHECK = suites.unique(KEY)
+KEY_MARK = expressions.mark_column(KEY_CHECK)
 # Samples kept per partition for lag-in-seconds interpolation.
 RECENT_SAMPLES = 64
 # Data-record timestamps remembered by the segment sampler (see SegmentSampler.record_time).
@@ -693,7 +696,6 @@ def lag_rows(
     its rows all come from one input, and one input's rows are checked together: marked here,
     the gate needs no job that computes the rows again.
     """
-    unique = suites.unique(KEY)
     for batch in batches:
         for row in batch.to_pylist():
             topic, partition = row["topic"], row["partition"]
@@ -709,8 +711,7 @@ def lag_rows(
             )
             if mark_repeats:
                 table = table.append_column(
-                    expressions.mark_column(unique),
-                    pa.array(arrow_checks.broken(unique, table), pa.bool_()),
+                    KEY_MARK, pa.array(arrow_checks.broken(KEY_CHECK, table), pa.bool_())
                 )
             yield from table.to_batches(max_chunksize=_ROWS_PER_CHUNK)
 
@@ -752,9 +753,8 @@ def lag_frame(
             mark_repeats=True,
         )
 
-    mark = expressions.mark_column(suites.unique(KEY))
-    rows = frame.mapInArrow(compute, f"{_ms_ddl('partition_lag')}, `{mark}` boolean")
-    return writes.ms_frame("partition_lag", rows, cluster=cluster, keep=(mark,))
+    rows = frame.mapInArrow(compute, f"{_ms_ddl('partition_lag')}, `{KEY_MARK}` boolean")
+    return writes.ms_frame("partition_lag", rows, cluster=cluster, keep=(KEY_MARK,))
 
 
 def _ms_ddl(logical: str) -> str:
