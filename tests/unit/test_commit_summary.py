@@ -9,7 +9,14 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from offsetscope.history.commits import COLUMNS, COMMIT_SCHEMA, candidates, summarize
+from offsetscope.history.commits import (
+    COLUMNS,
+    COMMIT_SCHEMA,
+    PICK_COLUMNS,
+    RECORD,
+    candidates,
+    summarize,
+)
 from offsetscope.history.rows import OffsetCommitRow
 from offsetscope.pipelines.lag import Position
 
@@ -167,3 +174,17 @@ def test_candidates_keep_only_what_a_pick_can_use() -> None:
     kept = candidates(table(rows), {})
     # the first commit (the group's first), the last (its latest and the position)
     assert kept["record_offset"].to_pylist() == [10, 19]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_candidates_are_picked_from_the_pick_columns_alone(seed: int) -> None:
+    """The ingest query picks from these columns only and fetches the picked rows whole by their
+    records' coordinates: the same records as picking from whole rows."""
+    rows, tombstones = random_batch(random.Random(seed))
+    whole = candidates(table(rows), tombstones)
+    narrow = candidates(table(rows).select(list(PICK_COLUMNS)), tombstones)
+
+    assert narrow.column_names == list(PICK_COLUMNS)
+    coordinates = lambda t: sorted(zip(*(t[c].to_pylist() for c in RECORD), strict=True))  # noqa: E731
+    assert coordinates(narrow) == coordinates(whole)
+    assert len(set(coordinates(table(rows)))) == len(rows)  # a record names one row

@@ -49,6 +49,20 @@ COMMIT_SCHEMA = pa.schema(
     ]
 )
 
+# What the picks read of a row (:class:`_Picks`); a row is named by its record's coordinates
+# (``record_partition``, ``record_offset``), unique among a batch's commits.
+PICK_COLUMNS = (
+    "group_id",
+    "topic",
+    "partition",
+    "topic_id",
+    "record_partition",
+    "record_offset",
+    "effective_at",
+    "is_tombstone",
+)
+RECORD = ("record_partition", "record_offset")
+
 Summary = dict[str, list[OffsetCommitRow]]
 Positions = list[tuple[str, int, Position]]
 
@@ -102,6 +116,9 @@ def candidates(table: pa.Table, tombstones: Mapping[str, int]) -> pa.Table:
     part is given the same ``tombstones``. This is how the batch's commits are summarized where
     they are (:func:`offsetscope.pipelines.frames.commit_candidates`): each Spark partition keeps
     its candidates, and only those reach the driver.
+
+    ``table`` needs only :data:`PICK_COLUMNS` (the picks read nothing else); it keeps its other
+    columns if it has them.
     """
     if table.num_rows == 0:
         return table

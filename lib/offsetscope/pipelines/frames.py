@@ -7,8 +7,9 @@ decoded rows, with only small results reaching the driver.
   transactions (final as read), appended from the executors;
 * :func:`commit_candidates` -- of those, the few the commit summary can pick
   (:func:`offsetscope.history.commits.candidates`), chosen in the executors in two rounds (each
-  partition, then each group after a shuffle of the first round's picks), so that what reaches
-  the driver grows with the batch's groups and partitions, not with its commits;
+  partition, then each group after a shuffle of the first round's picks) from the columns the
+  picks read, the picked rows then fetched whole by their records' coordinates, so that what
+  reaches the driver grows with the batch's groups and partitions, not with its commits;
 * :func:`light_events` -- every other internal-topic event (group metadata, KIP-848 records, the
   transaction log, markers, transactional commits), few by nature, as history events;
 * :func:`window_commits` -- the plain commits inside the windows the fold step asks for.
@@ -24,7 +25,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from offsetscope.history.batch import Window
-from offsetscope.history.commits import COLUMNS, candidates
+from offsetscope.history.commits import COLUMNS, PICK_COLUMNS, RECORD, candidates
 from offsetscope.history.events import Event, OffsetCommitEvent
 from offsetscope.history.offsets import COMMITTED
 from offsetscope.pipelines.events import event_from_decoded
@@ -138,8 +139,12 @@ def commit_candidates(
             (the same for every partition: part of each pick).
     """
     frame = plain_commit_frame(decoded, read_committed_source=read_committed_source)
-    frame = frame.select(*[f"`{c}`" for c in COLUMNS])
-    schema = frame.schema
+    # The picks go through Python with the columns they read only, and the picked records'
+    # whole rows are fetched by a join on their coordinates: shipping every column of every
+    # commit to the Python workers was most of the pass (docs/benchmarks.md, "Measurements
+    # behind design choices").
+    narrow = frame.select(*[f"`{c}`" for c in PICK_COLUMNS])
+    schema = narrow.schema
     deleted = dict(tombstones)
 
     def keep(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -148,8 +153,11 @@ def commit_candidates(
         if whole:
             yield from candidates(pa.Table.from_batches(whole), deleted).to_batches()
 
-    first = frame.mapInArrow(keep, schema)
-    return first.repartition("group_id").mapInArrow(keep, schema).toArrow()
+    first = narrow.mapInArrow(keep, schema)
+    picked = first.repartition("group_id").mapInArrow(keep, schema).select(*RECORD)
+    rows = frame.select(*[f"`{c}`" for c in COLUMNS])
+    chosen = rows.join(picked, list(RECORD), "left_semi")
+    return chosen.select(*[f"`{c}`" for c in COLUMNS]).toArrow()
 
 
 def light_events(decoded: DataFrame) -> list[Event]:
