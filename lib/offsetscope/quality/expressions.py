@@ -7,7 +7,9 @@ of every micro-batch can afford neither once batches are large, so the suites' c
 per check -- true where the row breaks it -- and the batch is annotated, split and counted in
 the executors: one aggregation returns the counts, and nothing per row reaches the driver.
 A batch that cannot be a replay is counted in the pass that writes it instead
-(:func:`observe_frame`, a Spark ``Observation`` of the write): the batch is read once.
+(:func:`observe_frame`, a Spark ``Observation`` of the write): the batch is read once, and the
+write counts rows and failed rows only; the count per check, when some row failed, comes from
+the failed rows afterwards.
 A uniqueness check names its rows with a window over the batch, which sorts it; a hash
 aggregation first (:func:`repeats`) finds whether any key repeats at all, and the window runs
 only when one does -- a batch whose keys are unique by construction skips the sort. That
@@ -238,10 +240,21 @@ class Observed:
     started: float
 
     def result(self) -> QualityResultRow:
-        """The results row; call it after ``good`` was written (it waits for that write)."""
+        """The results row; call it after ``good`` was written (it waits for that write).
+
+        The write counted the rows and the failed rows only; when some failed, the count per
+        check is a job over the failed rows (:meth:`failed`).
+        """
         counts = self.observation.get
         if not counts:
             raise RuntimeError(f"the {self.table} gate's write reported no counts")
+        per_check: Mapping[str, Any] = {f"c{i}": 0 for i in range(len(self.checks))}
+        if int(counts["failed"]):
+            found = self.failed().agg(*_per_check(self.checks)).first()
+            if found is None:  # an aggregation without grouping returns one row
+                raise RuntimeError(f"no counts per check for the {self.table} gate")
+            per_check = found.asDict()
+        counts = {**counts, **per_check}
         return _result(self.table, self.batch_id, counts, self.checks, self.now, self.started)
 
     def failed(self) -> DataFrame:
@@ -259,8 +272,9 @@ def observe_frame(
 ) -> Observed:
     """Validate a batch of ``table`` in the pass that writes it: the counts
     :func:`validate_frame` aggregates in a job of their own are a Spark ``Observation`` of the
-    write instead, so the batch is read once rather than annotated, persisted and counted
-    first. Only a uniqueness check still costs a job before the write (:func:`repeats`).
+    write instead (the totals; the count per check after it, from the failed rows, when there
+    are any), so the batch is read once rather than annotated, persisted and counted first.
+    Only a uniqueness check still costs a job before the write (:func:`repeats`).
 
     The write must run: a write skipped as a replay never reports the counts, so only a batch
     that cannot be a replay (``offsetscope.spark.writes``, fresh) takes this path. Failing rows
@@ -272,7 +286,10 @@ def observe_frame(
     settings, started, now, checks = start(table, df.columns, settings, clock)
     observation = Observation()
     annotated = annotate(df, checks)
-    counted = annotated.observe(observation, *_counters(checks))
+    # Only the totals: an observation's aggregates are evaluated row by row, each costing the
+    # write about as much as the two totals together (docs/benchmarks.md, "Measurements behind
+    # design choices"), and the usual batch fails no check.
+    counted = annotated.observe(observation, *_totals())
     good = (
         counted.where(F.size(FAILED) == 0) if settings.quarantine_failed_rows else counted
     ).drop(FAILED)
@@ -281,13 +298,16 @@ def observe_frame(
 
 def _counters(checks: Sequence[suites.Check]) -> list[Column]:
     """The aggregates of a gate over an annotated batch: rows, failed rows, rows per check."""
+    return [*_totals(), *_per_check(checks)]
+
+
+def _totals() -> list[Column]:
+    return [F.count(F.lit(1)).alias("rows"), F.count_if(F.size(FAILED) > 0).alias("failed")]
+
+
+def _per_check(checks: Sequence[suites.Check]) -> list[Column]:
     return [
-        F.count(F.lit(1)).alias("rows"),
-        F.count_if(F.size(FAILED) > 0).alias("failed"),
-        *[
-            F.count_if(F.array_contains(FAILED, c.name)).alias(f"c{i}")
-            for i, c in enumerate(checks)
-        ],
+        F.count_if(F.array_contains(FAILED, c.name)).alias(f"c{i}") for i, c in enumerate(checks)
     ]
 
 
