@@ -344,6 +344,18 @@ LIMITS: dict[str, str] = {
         "batch is what small_batch_s measures, and a 5 s trigger needs it under 5 s."
     ),
     "small_batch_s": (
+        "Measured again 08:33-08:43 on 2026-11-28 (UTC), nothing else running, with the "
+        "commit candidates picked from the columns the picks read and the gates' writes "
+        "observing their totals only: 24 warm batches in three runs (run medians 7.3, 6.0 and "
+        "6.1 s), median 6.3 s against 0.5 s for the same batch appended alone, 14.3x (the 3 s "
+        "target is not met). Median phases: the groups_current and fold-state MERGEs side by "
+        "side, 4.2 and 4.0 s, in writes of 4.4 s wall, beside the offset_commits append 1.0 s "
+        "and gate 0.7 s, raw_records 0.7 s and the quality results 0.6 s; before them the "
+        "commit summary 0.6 s, decode 0.4 s, read 0.2 s and lag 0.1 s. The fold-state MERGE "
+        "(2.0 s alone, `fold_state_merge_s_50`) is where Spark's state store would save time "
+        "here (0.44 s for the same 50 states, `fold_state_store_vs_merge_50`), but it would "
+        "cost the steady batch 2.5x its MERGE (`fold_state_store_vs_merge_10000`). The "
+        "previous run: "
         "Measured again 22:43-22:53 on 2026-11-27 (UTC), nothing else running, on tonight's "
         "slower machine state (see pipeline_records_per_s), with the fold outputs' gates "
         "compiled to Arrow: 24 warm batches in three runs (run medians 7.6, 6.5 and 8.4 s), "
