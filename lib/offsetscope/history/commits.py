@@ -50,7 +50,7 @@ COMMIT_SCHEMA = pa.schema(
 )
 
 # What the picks read of a row (:class:`_Picks`); a row is named by its record's coordinates
-# (``record_partition``, ``record_offset``), unique among a batch's commits.
+# (``record_partition``, ``record_offset``), unique among one cluster's commits of a batch.
 PICK_COLUMNS = (
     "group_id",
     "topic",

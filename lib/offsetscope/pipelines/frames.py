@@ -155,8 +155,7 @@ def commit_candidates(
 
     first = narrow.mapInArrow(keep, schema)
     picked = first.repartition("group_id").mapInArrow(keep, schema).select(*RECORD)
-    rows = frame.select(*[f"`{c}`" for c in COLUMNS])
-    chosen = rows.join(picked, list(RECORD), "left_semi")
+    chosen = frame.join(picked, list(RECORD), "left_semi")
     return chosen.select(*[f"`{c}`" for c in COLUMNS]).toArrow()
 
 
