@@ -346,7 +346,7 @@ LIMITS: dict[str, str] = {
         "batch is what small_batch_s measures, and a 5 s trigger needs it under 5 s."
     ),
     "small_batch_s": (
-        "Measured again 11:42-12:01 on 2026-11-28 (UTC), nothing else running, with the "
+        "Measured again 11:42-11:56 on 2026-11-28 (UTC), nothing else running, with the "
         "measured floors beside it: 24 warm batches in three runs (run medians 6.2, 5.6 and "
         "6.5 s), median 6.2 s against 0.4 s for the same batch appended alone, 14.1x (the 3 s "
         "target is not met). In the same session, one run each of the same batches with "
