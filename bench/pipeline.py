@@ -633,6 +633,14 @@ def small_worker(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# The measured floors of a small batch: the same batches with these tables' MERGEs made no-ops
+# (one run each, after the complete runs).
+WITHOUT_MERGES = {
+    "without_groups_current_merge": ("groups_current",),
+    "without_merges": ("groups_current", "fold_state"),
+}
+
+
 def small_batch(runs: int = 3, scale: float = 1.0) -> list[Metric]:
     """``small_batch_s`` and its floor, from ``runs`` :func:`small_worker` runs over the
     throughput input (:func:`small_metrics`)."""
@@ -653,14 +661,6 @@ def small_batch(runs: int = 3, scale: float = 1.0) -> list[Metric]:
         without[name] = run_worker("--small", {**spec, "without_merges": tables}, f"small-{name}")
         print(f"  small-batch {name}: {[b['seconds'] for b in without[name]['batches']]} s")
     return small_metrics(results, source) + without_metrics(without, source)
-
-
-# The measured floors of a small batch: the same batches with these tables' MERGEs made no-ops
-# (one run each, after the complete runs).
-WITHOUT_MERGES = {
-    "without_groups_current_merge": ("groups_current",),
-    "without_merges": ("groups_current", "fold_state"),
-}
 
 
 def small_metrics(results: list[dict[str, Any]], source: Input) -> list[Metric]:
