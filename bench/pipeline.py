@@ -643,7 +643,8 @@ WITHOUT_MERGES = {
 
 def small_batch(runs: int = 3, scale: float = 1.0) -> list[Metric]:
     """``small_batch_s`` and its floor, from ``runs`` :func:`small_worker` runs over the
-    throughput input (:func:`small_metrics`)."""
+    throughput input (:func:`small_metrics`), then the floors without the MERGEs of
+    :data:`WITHOUT_MERGES`, one run each (:func:`without_metrics`)."""
     source = Input(max(10, int(GROUPS * scale)), DURATION_S)
     source.generate()
     spec = {
