@@ -620,6 +620,9 @@ class PipelineConfig:
     stuck_lso_bound: Duration = Duration("15m")
     # Tables written at the same time by a micro-batch (each table's writes stay in order).
     write_threads: AtLeast1 = 4
+    # Micro-batches append their changed fold states (a log: lib/offsetscope/pipelines/state.py);
+    # every this many batches the superseded ones are deleted, as `offsetscope maintain` does.
+    state_compaction_batches: AtLeast1 = 50
     # Delta table properties of every table (change data feed is set per table):
     # delta.logRetentionDuration and delta.deletedFileRetentionDuration.
     log_retention: Duration = Duration("30d")

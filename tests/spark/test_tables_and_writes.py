@@ -274,10 +274,44 @@ def test_fold_state_loads_exactly_the_keys_asked_for(
     st.save(spark, cfg, [*saved, *west], query_name="q", batch_id=0, now_ms=T0)
     wanted = {st.GROUP: [*odd[:5], "absent"], st.OFFSETS: ["g"], st.TXN: []}
     loaded = st.load(spark, cfg, wanted, cluster="east")
-    assert loaded == {(r.fold, r.key): r for r in saved if r.key != "g" or r.fold == st.OFFSETS}
+    first = [dataclasses.replace(r, seq=0) for r in saved]
+    assert loaded == {(r.fold, r.key): r for r in first if r.key != "g" or r.fold == st.OFFSETS}
     assert st.load(spark, cfg, {st.GROUP: []}, cluster="east") == {}
     in_west = st.load(spark, cfg, {st.GROUP: odd}, cluster="west")
-    assert {(r.fold, r.key): r for r in west} == in_west
+    assert {(r.fold, r.key): dataclasses.replace(r, seq=0) for r in west} == in_west
+
+
+def test_fold_state_is_a_log_whose_highest_version_is_the_state(
+    spark: SparkSession, cfg: config.Config
+) -> None:
+    name = catalogue.table_name(cfg, st.STATE)
+    key = "log-g"
+
+    def versions() -> list[tuple[int, str]]:
+        rows = spark.table(name).where(f"key = '{key}'").select("seq", "state").collect()
+        return sorted((r["seq"], r["state"]) for r in rows)
+
+    def state_of() -> st.StateRow:
+        return st.load(spark, cfg, {st.GROUP: [key]}, cluster="c")[(st.GROUP, key)]
+
+    for n in range(3):
+        st.save(spark, cfg, [st.StateRow(st.GROUP, key, f'{{"n": {n}}}', n, "c")],
+                query_name="log", batch_id=n, now_ms=T0, fresh=True)  # fmt: skip
+    # Each save appended a version after the one it found; the last is the state.
+    assert versions() == [(0, '{"n": 0}'), (1, '{"n": 1}'), (2, '{"n": 2}')]
+    assert state_of() == st.StateRow(st.GROUP, key, '{"n": 2}', 2, "c", 2)
+    # Compaction deletes the superseded versions only (other tests' keys may have some too).
+    assert st.compact(spark, cfg) >= 2
+    assert versions() == [(2, '{"n": 2}')]
+    assert st.compact(spark, cfg) == 0
+    assert state_of().seq == 2
+    st.save(spark, cfg, [st.StateRow(st.GROUP, key, '{"n": 3}', 3, "c")], query_name="log",
+            batch_id=3, now_ms=T0, fresh=True)  # fmt: skip
+    assert state_of() == st.StateRow(st.GROUP, key, '{"n": 3}', 3, "c", 3)
+    # A replayed save (same query and batch id) writes nothing twice.
+    assert st.save(spark, cfg, [st.StateRow(st.GROUP, key, '{"n": 3}', 3, "c")],
+                   query_name="log", batch_id=3, now_ms=T0) == 0  # fmt: skip
+    assert versions() == [(2, '{"n": 2}'), (3, '{"n": 3}')]
 
 
 def test_a_replayed_batch_reads_the_states_from_before_its_own_save(
@@ -305,6 +339,32 @@ def test_a_replayed_batch_reads_the_states_from_before_its_own_save(
     # A checkpoint behind the states it would fold from is refused.
     with pytest.raises(RuntimeError, match="batch 2 of query replayed, which is replaying batch 1"):
         st.replay_version(spark, cfg, query_name=query, batch_id=1)
+
+
+def test_a_fold_state_from_before_versions_gains_them_and_goes_on_as_a_log(
+    spark: SparkSession, cfg: config.Config
+) -> None:
+    """A fold_state made when states were MERGEd (one row per key, no seq): the column is added
+    in place and filled with 0, so each stored row is its key's state and the next is 1."""
+    renamed = dataclasses.replace(
+        cfg, tables=dataclasses.replace(cfg.tables, fold_state="old_fold_state")
+    )
+    spec = catalogue.spec(st.STATE)
+    old = dataclasses.replace(spec, columns=tuple(c for c in spec.columns if c.name != st.SEQ))
+    spark.sql(catalogue.create_table_sql(renamed, old))
+    name = catalogue.table_name(renamed, st.STATE)
+    spark.sql(
+        f"INSERT INTO {name} (fold, key, state, last_offset, updated_batch_id, updated_at, "
+        f"{catalogue.CLUSTER}) VALUES ('group', 'g', '{{}}', 5, 7, timestamp_millis({T0}), 'c')"
+    )
+    catalogue.ensure_tables(spark, renamed, [st.STATE])
+    assert [r["seq"] for r in spark.table(name).collect()] == [0]
+    assert st.load(spark, renamed, {st.GROUP: ["g"]}, cluster="c")[(st.GROUP, "g")].seq == 0
+    st.save(spark, renamed, [st.StateRow(st.GROUP, "g", '{"new": 1}', 6, "c")],
+            query_name="q", batch_id=8, now_ms=T0, fresh=True)  # fmt: skip
+    assert st.load(spark, renamed, {st.GROUP: ["g"]}, cluster="c")[(st.GROUP, "g")] == (
+        st.StateRow(st.GROUP, "g", '{"new": 1}', 6, "c", 1)
+    )
 
 
 def test_a_table_from_before_clusters_gains_the_column_filled_with_the_default_cluster(

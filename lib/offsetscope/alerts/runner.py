@@ -239,13 +239,18 @@ class AlertsRunner:
     def process_changes(self, batch_df: DataFrame, batch_id: int) -> None:
         """``foreachBatch`` over the change data feed of ``fold_state``."""
         spark = batch_df.sparkSession
+        self._spark = spark
         fresh = self._sequence.begin(batch_id)
-        rows = (
-            batch_df.where(F.col("_change_type") != F.lit("update_preimage"))
-            .select(catalogue.CLUSTER, "fold", "key", "updated_batch_id")
-            .distinct()
-            .collect()
+        columns = (catalogue.CLUSTER, "fold", "key", "updated_batch_id")
+        written = batch_df.where(F.col("_change_type").isin("insert", "update_postimage"))
+        # A deleted state moves its key only when the key has no state left (a redecode
+        # dropped it); a compaction deletes superseded versions of keys that live on.
+        dropped = batch_df.where(F.col("_change_type") == F.lit("delete")).join(
+            self._table("fold_state").select(catalogue.CLUSTER, "fold", "key"),
+            [catalogue.CLUSTER, "fold", "key"],
+            "left_anti",
         )
+        rows = written.select(*columns).unionByName(dropped.select(*columns)).distinct().collect()
         if rows:
             changed = ChangedKeys.from_fold_rows((r[0], r[1], r[2], r[3]) for r in rows)
             self.evaluate(spark, batch_id, changed, fresh=fresh)

@@ -25,12 +25,13 @@ Per micro-batch (``foreachBatch``, with ``batch_df.sparkSession``)::
 * **The fold step** (:mod:`offsetscope.history.batch`, the same composition the tests run) folds
   the light events with the summary: transactional commits and markers per ``__consumer_offsets``
   partition (segment sources only), every group id with its chosen commits, every transactional
-  id. Fold state is loaded for the keys in the batch only and written back by MERGE: a batch
-  costs what its records cost, whatever the history.
+  id. Fold state is loaded for the keys in the batch only and the changed states appended as
+  their next versions (:mod:`offsetscope.pipelines.state`): a batch costs what its records
+  cost, whatever the history.
 * **Writes** (:mod:`offsetscope.pipelines.writer`): queued while the batch is worked out, then
-  run table by table in parallel, each gold table behind its quality gate, the fold-state MERGE
+  run table by table in parallel, each gold table behind its quality gate, the fold-state append
   among them; the audit row last. A batch that failed half-way is replayed from the states as
-  they were before its own fold-state MERGE (:func:`offsetscope.pipelines.state.replay_version`),
+  they were before its own fold-state append (:func:`offsetscope.pipelines.state.replay_version`),
   so it is folded again from the same state and yields the same rows; every write is
   idempotent.
 * Infrastructure errors are never caught: they fail the batch and the query.
@@ -304,22 +305,22 @@ class IngestPipeline:
             shared.new_states.append(
                 lease.lease_row(self.cfg, self.query_name, batch_id, self.clock.now_ms())
             )
-            new_states = tuple(shared.new_states)
-            # Beside the table writes: a replay reads the states from before this MERGE.
+            new_states = self._versioned(shared, shared.new_states)
+            # Beside the table writes: a replay reads the states from before this append.
             shared.tasks.append(
                 Write(
                     st.STATE,
-                    True,
+                    False,
                     lambda: st.records(new_states, batch_id=batch_id, now_ms=shared.started_ms),
                     len(new_states),
-                    tuple(st.prune(new_states)),
                 )
             )
             written = self.writer.run(
                 spark, batch_id, BatchWriter.combine(shared.tasks), shared.timings, fresh=fresh
             )
-            for row in shared.new_states:
+            for row in new_states:
                 self._states[StateKey(row.cluster, row.fold, row.key)] = row
+            self._compact(shared)
             report = BatchReport(
                 self.query_name,
                 batch_id,
@@ -469,6 +470,30 @@ class IngestPipeline:
         return [
             dataclasses.replace(r, offsetscope_own=is_own_group(self.cfg, r.group_id)) for r in rows
         ]
+
+    def _versioned(self, b: Batch, rows: Sequence[st.StateRow]) -> list[st.StateRow]:
+        """``rows`` versioned after the states they replace (:func:`offsetscope.pipelines.state.
+        versioned`): from the mirror, the keys it does not hold read in one query."""
+        keys = {StateKey(r.cluster, r.fold, r.key) for r in rows}
+        missing = [k for k in keys if k not in self._states]
+        if missing:
+            with b.timings.timed("load state"):
+                found = st.load_keys(
+                    b.spark, self.cfg, [(k.cluster, k.fold, k.key) for k in missing],
+                    version=b.state_version,
+                )  # fmt: skip
+            for k in missing:
+                self._states[k] = found[(k.cluster, k.fold, k.key)]
+        return st.versioned(rows, {(k.cluster, k.fold, k.key): self._states[k] for k in keys})
+
+    def _compact(self, b: Batch) -> None:
+        """Every ``[pipeline] state_compaction_batches`` batches, delete the superseded states
+        (:func:`offsetscope.pipelines.state.compact`), after the batch's writes: it reads the
+        whole table, which they would otherwise wait for."""
+        every = self.cfg.pipeline.state_compaction_batches
+        if b.batch_id % every == every - 1:
+            with b.timings.timed("compact state"):
+                st.compact(b.spark, self.cfg)
 
     def _load_states(
         self, b: Batch, wanted: Mapping[str, Sequence[str]]

@@ -51,6 +51,7 @@ _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 _ROWS = {
     maintenance.RETENTION: "numDeletedRows",
     maintenance.DOWNSAMPLE: "numTargetRowsDeleted",
+    maintenance.COMPACT: "numTargetRowsDeleted",
 }
 _FILES_REMOVED = ("numRemovedFiles", "numDeletedFiles")
 _FILES_ADDED = ("numAddedFiles",)

@@ -524,19 +524,18 @@ def _save_states(
     if not records and not gone:
         return TableChange(st.STATE, 0, 0, 0, None)
     name = catalogue.table_name(cfg, st.STATE)
-    stored = {
-        (r["fold"], r["key"]): r["state"]
-        for r in _of(spark.table(name), cluster)
-        .where(
-            " OR ".join(
-                f"(fold = {writes.sql_literal(f)} AND key = {writes.sql_literal(k)})"
-                for f, k in [*states, *gone]
-            )
-        )
-        .select("fold", "key", "state")
-        .collect()
-    }
-    records = [r for r in records if stored.get((r["fold"], r["key"])) != r["state"]]
+    wanted: dict[str, list[str]] = {}
+    for fold, key in [*states, *gone]:
+        wanted.setdefault(fold, []).append(key)
+    # Each key's state (its latest version); the MERGE below writes every row of a key, so
+    # the key's rows agree again, at one version past the one they replace.
+    stored = st.load(spark, cfg, wanted, cluster=cluster)
+    changed = []
+    for r in records:
+        old = stored.get((r["fold"], r["key"]))
+        if old is None or old.state != r["state"]:
+            changed.append({**r, st.SEQ: 0 if old is None else (old.seq or 0) + 1})
+    records = changed
     gone = [k for k in gone if k in stored]
     if not records and not gone:
         return TableChange(st.STATE, 0, 0, 0, None)

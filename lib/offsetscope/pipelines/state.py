@@ -1,36 +1,48 @@
 """The folds' state between micro-batches: the ``fold_state`` table, read and written per key.
 
-One row per (fold, key) -- ``offsets``/partition, ``group``/group id, ``txn``/transactional id,
+One state per (fold, key) -- ``offsets``/partition, ``group``/group id, ``txn``/transactional id,
 ``share``/share-partition (group:topic id:partition),
 ``positions``/data partition, ``samples``/data partition, ``lso``/data partition,
 ``source``/internal-topic partition, ``lease``/query name --
 holding the fold's frozen state as JSON (:mod:`offsetscope.history.codec`), each in its
 cluster: the same group id in two clusters is two keys. A micro-batch loads
 only the keys its records touch (one filtered read; Delta skips files by the key statistics) and
-writes back only the keys whose state changed, by MERGE under the batch's idempotency marks.
-The table is the source of truth: a restarted query, or another process, picks up exactly the
-state the last committed batch left.
+writes only the keys whose state changed. The table is the source of truth: a restarted query,
+or another process, picks up exactly the state the last committed batch left.
 
-A batch's state MERGE runs beside its table writes (:mod:`offsetscope.pipelines.batch`), so a
+**A log, compacted.** A batch *appends* its changed states, each with ``seq``, the key's
+version: one more than the state it replaces (0 for a key's first). A key's state is its row
+with the highest ``seq`` (:func:`load`, :func:`latest`); older rows are superseded and removed
+by :func:`compact` (every ``[pipeline] state_compaction_batches`` batches, and by ``offsetscope
+maintain``). An append is one blind Delta commit; a MERGE of the same rows reads the target's
+files that hold the keys and rewrites them -- a dozen Spark jobs, the longest write of a small
+batch (docs/benchmarks.md, small_batch_s). Rows written by a MERGE outside the query (a redecode)
+update every row of their key, so the rule still holds; a table from before ``seq`` existed has
+one row per key, filled with 0.
+
+A batch's states are appended beside its table writes (:mod:`offsetscope.pipelines.batch`), so a
 batch that failed may have saved its states and not all its rows. Its replay therefore reads
-the states as they were before its own MERGE: :func:`replay_version` finds that MERGE by its
-commit mark (:mod:`offsetscope.spark.writes`) and :func:`load` reads the table at the Delta
-version before it (time travel), so the replay folds from the same states as the failed run
-and yields the same rows, which its idempotent writes then complete.
+the states as they were before its own append: :func:`replay_version` finds that commit by its
+mark (:mod:`offsetscope.spark.writes`) and :func:`load` reads the table at the Delta
+version before it (time travel), so the replay folds from the same states as the failed run,
+gives them the same versions and yields the same rows, which its idempotent writes then
+complete.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from offsetscope.config import Config
 from offsetscope.history import batch as step
+from offsetscope.spark import maintenance, writes
 from offsetscope.spark import tables as catalogue
-from offsetscope.spark import writes
 
 STATE = "fold_state"
 _SPEC = catalogue.FOLD_STATE
@@ -56,6 +68,23 @@ class StateRow:
     state: str  # JSON text
     last_offset: int | None
     cluster: str
+    # The key's version (module docstring); None until the batch that writes it assigns it.
+    seq: int | None = None
+
+
+SEQ = "seq"
+# The operation of the query's state writes in their commit marks (offsetscope.spark.writes);
+# "merge" is that of versions that MERGEd the states, whose marks a replay also looks for.
+_WRITE, _OLD_WRITE = "append", "merge"
+_KEY = (catalogue.CLUSTER, "fold", "key")
+
+
+def latest(frame: DataFrame) -> DataFrame:
+    """Each key's state of ``fold_state`` rows: the row with the highest ``seq`` (module
+    docstring), one per (cluster, fold, key), with the table's columns."""
+    columns = [c for c in frame.columns if c not in _KEY]
+    picked = F.max_by(F.struct(*columns), F.coalesce(F.col(SEQ), F.lit(-1)))
+    return frame.groupBy(*_KEY).agg(picked.alias("_s")).select(*_KEY, "_s.*")
 
 
 def load(
@@ -94,29 +123,77 @@ def load(
         else spark.sql(f"SELECT * FROM {name} VERSION AS OF {version}")
     )
     rows = (
-        table.where(f"{catalogue.CLUSTER} = {writes.sql_literal(cluster)}")
-        .where(" OR ".join(predicates))
-        .select("fold", "key", "state", "last_offset")
+        latest(
+            table.where(f"{catalogue.CLUSTER} = {writes.sql_literal(cluster)}")
+            .where(" OR ".join(predicates))
+            .select(*_KEY, "state", "last_offset", SEQ)
+        )
         .toArrow()
         .to_pylist()
     )
     return {
-        (r["fold"], r["key"]): StateRow(r["fold"], r["key"], r["state"], r["last_offset"], cluster)
+        (r["fold"], r["key"]): StateRow(
+            r["fold"], r["key"], r["state"], r["last_offset"], cluster, r[SEQ] or 0
+        )
         for r in rows
     }
+
+
+def versioned(
+    rows: Iterable[StateRow], before: Mapping[tuple[str, str, str], StateRow | None]
+) -> list[StateRow]:
+    """``rows`` with their versions: one more than the state each replaces in ``before``
+    ((cluster, fold, key) -> the stored state, None for a key that has none), 0 for a new key.
+    A key written twice keeps its last row.
+
+    Raises:
+        KeyError: a key of ``rows`` is not in ``before`` (its stored state was not looked up).
+    """
+    out: dict[tuple[str, str, str], StateRow] = {}
+    for row in rows:
+        key = (row.cluster, row.fold, row.key)
+        previous = before[key]
+        seq = 0 if previous is None else (previous.seq or 0) + 1
+        out[key] = dataclasses.replace(row, seq=seq)
+    return list(out.values())
+
+
+def load_keys(
+    spark: SparkSession,
+    cfg: Config,
+    keys: Iterable[tuple[str, str, str]],
+    version: int | None = None,
+) -> dict[tuple[str, str, str], StateRow | None]:
+    """The stored states of (cluster, fold, key) triples of any clusters; None where absent."""
+    wanted: dict[str, dict[str, set[str]]] = {}
+    for cluster, fold, key in keys:
+        wanted.setdefault(cluster, {}).setdefault(fold, set()).add(key)
+    out: dict[tuple[str, str, str], StateRow | None] = {}
+    for cluster, folds in wanted.items():
+        found = load(spark, cfg, folds, cluster=cluster, version=version)
+        for fold, ks in folds.items():
+            for k in ks:
+                out[(cluster, fold, k)] = found.get((fold, k))
+    return out
 
 
 def replay_version(
     spark: SparkSession, cfg: Config, *, query_name: str, batch_id: int
 ) -> int | None:
     """The Delta version of the table to read batch ``batch_id``'s states at: the one before
-    that batch's own state MERGE when it landed (the batch is a replay of one that failed after
+    that batch's own state write when it landed (the batch is a replay of one that failed after
     it), else ``None`` (the latest)."""
     table = catalogue.table_name(cfg, STATE)
-    found = writes.latest_mark(spark, table, writes.app_id(query_name, STATE, "merge"))
-    if found is None or found[0] < batch_id:
+    marks = [
+        found
+        for operation in (_WRITE, _OLD_WRITE)
+        if (found := writes.latest_mark(spark, table, writes.app_id(query_name, STATE, operation)))
+    ]
+    if not marks:
         return None
-    marked_batch, version = found
+    marked_batch, version = max(marks, key=lambda m: m[1])
+    if marked_batch < batch_id:
+        return None
     if marked_batch > batch_id:
         # Spark replays only the last batch it did not commit: a later batch's states mean the
         # checkpoint is older than the tables (restored, or another query's under this name).
@@ -128,9 +205,13 @@ def replay_version(
 
 
 def records(rows: Iterable[StateRow], *, batch_id: int, now_ms: int) -> pa.Table:
-    """``rows`` as the table's written columns, stamped with the batch that wrote them."""
-    return pa.Table.from_pylist(
-        [
+    """``rows`` (versioned: :func:`versioned`) as the table's written columns, stamped with the
+    batch that wrote them."""
+    out = []
+    for r in rows:
+        if r.seq is None:
+            raise ValueError(f"fold state {r.fold}/{r.key} of {r.cluster!r} has no version")
+        out.append(
             {
                 "fold": r.fold,
                 "key": r.key,
@@ -139,21 +220,10 @@ def records(rows: Iterable[StateRow], *, batch_id: int, now_ms: int) -> pa.Table
                 "updated_batch_id": batch_id,
                 "updated_at": now_ms,
                 catalogue.CLUSTER: r.cluster,
+                SEQ: r.seq,
             }
-            for r in rows
-        ],
-        schema=catalogue.arrow_schema(_SPEC),
-    )
-
-
-def prune(rows: Iterable[StateRow]) -> list[str]:
-    """The MERGE's restriction of the table to the folds and keys of ``rows``."""
-    rows = list(rows)
-    found = [
-        writes.in_list("fold", [r.fold for r in rows]),
-        writes.in_list("key", [r.key for r in rows]),
-    ]
-    return [p for p in found if p is not None]
+        )
+    return pa.Table.from_pylist(out, schema=catalogue.arrow_schema(_SPEC))
 
 
 def save(
@@ -166,19 +236,28 @@ def save(
     now_ms: int,
     fresh: bool = False,
 ) -> int:
-    """Write changed states back (MERGE on (fold, key, cluster)); returns rows written.
-    ``fresh``: the batch cannot be a replay (:mod:`offsetscope.spark.writes`)."""
+    """Append states written outside a micro-batch (a lease's release, a query's clusters),
+    versioned after the stored ones; returns rows written (0: the write was a replay of one
+    that landed). ``fresh``: the write cannot be a replay (:mod:`offsetscope.spark.writes`)."""
     rows = list(rows)
-    table = records(rows, batch_id=batch_id, now_ms=now_ms)
-    if not table.num_rows:
+    if not rows:
         return 0
-    # Each record names its cluster: one MERGE writes the states of every cluster of a batch.
-    return writes.merge(
+    before = load_keys(spark, cfg, [(r.cluster, r.fold, r.key) for r in rows])
+    table = records(versioned(rows, before), batch_id=batch_id, now_ms=now_ms)
+    appended = writes.append_once(
         writes.table_frame(spark, STATE, table),
-        cfg,
-        STATE,
-        query_name=query_name,
-        batch_id=batch_id,
-        prune=prune(rows),
+        catalogue.table_name(cfg, STATE),
+        writes.app_id(query_name, STATE, _WRITE),
+        batch_id,
         fresh=fresh,
     )
+    return table.num_rows if appended else 0
+
+
+def compact(spark: SparkSession, cfg: Config) -> int:
+    """Delete the superseded states (a key's rows below its highest ``seq``:
+    :func:`offsetscope.spark.maintenance.compaction_sql`); returns the rows deleted. Safe beside
+    a running query: its appends are blind, so they do not conflict with this delete, and a row
+    they add is never below the rows deleted here."""
+    metrics = spark.sql(maintenance.compaction_sql(cfg)).collect()
+    return int((metrics[0].asDict().get("num_deleted_rows") or 0) if metrics else 0)

@@ -6,6 +6,8 @@ Steps, per table, in this order (a table's later steps see its earlier ones)::
                                         ([maintenance.retention.<table>] keep)
     downsample  MERGE INTO t USING (rows older than now - downsample_after that are not the
                 newest of their key and downsample_every interval) ON key WHEN MATCHED DELETE
+    compact     MERGE INTO fold_state USING (each key's highest seq, keys with more than one
+                row) ON key AND t.seq < s.seq WHEN MATCHED DELETE       (the superseded states)
     optimize    OPTIMIZE t                       unpartitioned (liquid clustering where declared)
                 OPTIMIZE t WHERE <partition in the last optimize_days or at the downsampling
                                   cutoff>
@@ -35,6 +37,7 @@ from offsetscope.spark import tables as catalogue
 
 RETENTION = "retention"
 DOWNSAMPLE = "downsample"
+COMPACT = "compact"
 OPTIMIZE = "optimize"
 VACUUM = "vacuum"
 
@@ -90,6 +93,19 @@ def retention_sql(cfg: Config, table: catalogue.TableSpec, keep_ms: int, now_ms:
 def downsample_keys(table: catalogue.TableSpec) -> tuple[str, ...]:
     """What one downsampled row stands for: the key without the time column."""
     return tuple(k for k in table.key if k != table.age_column)
+
+
+def compaction_sql(cfg: Config) -> str:
+    """Delete ``fold_state``'s superseded states: a key's rows below its highest ``seq``
+    (lib/offsetscope/pipelines/state.py)."""
+    table = catalogue.FOLD_STATE
+    name = catalogue.table_name(cfg, table.logical)
+    key = ", ".join(f"`{c}`" for c in table.key)
+    return (
+        f"MERGE INTO {name} t USING (SELECT {key}, max(seq) AS seq FROM {name} "
+        f"GROUP BY {key} HAVING count(*) > 1) s "
+        f"ON {table.merge_condition('t', 's')} AND t.seq < s.seq WHEN MATCHED THEN DELETE"
+    )
 
 
 def downsample_sql(
@@ -178,6 +194,8 @@ def plan(cfg: Config, now_ms: int, tables: Iterable[str] | None = None) -> list[
                 cfg, table, rule.downsample_after.ms, rule.downsample_every.ms, now_ms
             )
             steps.append(Step(logical, DOWNSAMPLE, sql))
+        if logical == catalogue.FOLD_STATE.logical:
+            steps.append(Step(logical, COMPACT, compaction_sql(cfg)))
         if maintenance.optimize:
             steps.append(Step(logical, OPTIMIZE, optimize_sql(cfg, table, now_ms, rule)))
         if maintenance.vacuum:

@@ -13,7 +13,7 @@ Layers (``docs/design.md``, "Tables")::
             transaction_status_timeline, end_offsets, partition_lag
                                         columns, keys and partitioning declared by the history
                                         package (offsetscope.history.tables)
-    ops     fold_state                  the folds' state between micro-batches, one row per key
+    ops     fold_state                  the folds' state between micro-batches, a row per key and version
             batch_audit                 what a micro-batch read, wrote and skipped
 
 Nothing is typed twice: bronze columns come from the source schema (``RAW_SCHEMA`` plus the
@@ -575,8 +575,22 @@ FOLD_STATE = _with_cluster(
         key=("fold", "key"),
         cluster_by=("fold", "key"),
         change_data_feed=True,
-        comment="State the driver-side folds carry between micro-batches, loaded per key.",
+        comment="State the driver-side folds carry between micro-batches, loaded per key: a "
+        "log, a key's state is its row with the highest seq (pipelines/state.py).",
     )
+)
+# Last, where ALTER TABLE ... ADD COLUMNS puts it in a table from before it (filled: _BACKFILL).
+FOLD_STATE = dataclasses.replace(
+    FOLD_STATE,
+    columns=(
+        *FOLD_STATE.columns,
+        ColumnSpec(
+            "seq",
+            "bigint",
+            comment="the key's version: the row with the highest is its state, older rows are "
+            "superseded until compacted",
+        ),
+    ),
 )
 
 _SOURCE_PARTITION = (
@@ -1010,6 +1024,8 @@ def ensure_tables(
 
 # How to fill a column added to an existing table, for the rows written before it existed.
 _BACKFILL: Mapping[tuple[str, str], Callable[[Config], str]] = {
+    # One row per key before the state became a log (pipelines/state.py): each is its key's.
+    ("fold_state", "seq"): lambda cfg: "0",
     ("groups_current", "offsetscope_own"): lambda cfg: (
         f"startswith(group_id, {_sql_string(cfg.sources.kafka.group_id_prefix)})"
         if cfg.sources.kafka.group_id_prefix
