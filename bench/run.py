@@ -54,7 +54,6 @@ TARGETS: dict[str, str] = {
     "freshness_trigger_5s_p99_s": "<= 2 trigger intervals (10 s)",
     "small_batch_s": "<= 3 s on local[2]",
     "small_batch_floor_s": "none: one Delta commit of the same batch",
-    "small_batch_without_groups_current_merge_s": "none: a measured floor (bench/pipeline.py)",
     "small_batch_without_merges_s": "none: a measured floor (bench/pipeline.py)",
     "pipeline_steady_records_per_s": "the floor's 0.7x",
     "floor_steady_records_per_s": "none: raw and decoded offset-commit appends only",
@@ -69,6 +68,8 @@ TARGETS: dict[str, str] = {
     "scale_out_records_per_s_2_cores": "none: scale_out_ratio x the 1-core figure",
     "fold_state_store_vs_merge_50": "none: the choice of where fold states live",
     "fold_state_store_vs_merge_10000": "none: the choice of where fold states live",
+    "fold_state_append_vs_merge_50": "none: the choice of how fold states are written",
+    "fold_state_append_vs_merge_10000": "none: the choice of how fold states are written",
 }
 
 # "What limits it", per figure, from the profiles of the last full-size run (per-phase times in

@@ -2,15 +2,17 @@
 Spark's state store.
 
 The ingest query keeps each fold's state (a group's, a transactional id's ...) as a JSON text
-in ``fold_state`` and MERGEs the states a batch changed (:func:`offsetscope.pipelines.state.save`).
-The alternative is Spark's state store (RocksDB), committed with the query's checkpoint, with the
+in ``fold_state`` and appends the states a batch changed as their next versions
+(lib/offsetscope/pipelines/state.py); until then it MERGEd them. The alternative is Spark's state store (RocksDB), committed with the query's checkpoint, with the
 fold running in a Python stateful operator keyed by the state's key: ``transformWithStateInPandas``
 (each key's state read and written through the state API) or ``applyInPandasWithState`` (the
 state handed to the function with the key's rows). This measures what each costs per micro-batch
 for the same number of changed states, on the same session:
 
 * ``merge``: N states of ``STATE_BYTES`` MERGEd into a ``fold_state`` of ``STORED`` states (N
-  keys drawn at random), as the pipeline saves them;
+  keys drawn at random, the MERGE restricted to their folds and keys), as the pipeline did;
+* ``append``: the same N states appended to it as their next versions, as the pipeline does
+  now (its mirror knows the versions they replace, so nothing is read first);
 * ``transform_with_state`` / ``apply_in_pandas_with_state``: a streaming query over Parquet
   files, one file (one row per key, N keys) per micro-batch (``maxFilesPerTrigger`` 1), each
   key's state (a JSON text of ``STATE_BYTES``) read, changed and written back, one output row
@@ -21,11 +23,13 @@ for the same number of changed states, on the same session:
 
 Figures (N = ``SMALL`` changed states, a small batch's; N = ``STORED``, every state changing, as
 in a steady batch of 1,000,000 records of 10,000 groups): ``fold_state_<how>_s_<N>`` and
-``fold_state_store_vs_merge_<N>``, the better of the two state-store figures over the MERGE.
+``fold_state_store_vs_merge_<N>``, the better of the two state-store figures over the MERGE,
+and ``fold_state_append_vs_merge_<N>``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import statistics
@@ -45,6 +49,7 @@ MERGES = 8
 BATCHES = {SMALL: 8, STORED: 4}
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 HOW = ("merge", "transform_with_state", "apply_in_pandas_with_state")
+WRITES = ("merge", "append")  # the two ways of the fold_state table
 
 
 def _state(n: int) -> str:
@@ -58,23 +63,45 @@ def _changed(text: str | None, rows: int) -> str:
     return json.dumps(found)
 
 
-def _merge_seconds(spark: Any, cfg: Any, n: int, rounds: int) -> list[float]:
+def _write_seconds(spark: Any, cfg: Any, n: int, rounds: int, how: str) -> list[float]:
+    """``rounds`` writes of ``n`` changed states into a fresh fold_state of ``STORED``."""
     from offsetscope.pipelines import state as st
-    from offsetscope.spark.tables import ensure_tables
+    from offsetscope.spark import tables as catalogue
+    from offsetscope.spark import writes
 
-    ensure_tables(spark, cfg, [st.STATE])
-    name = f"bench-{n}"  # each size its own commit marks in the one table
-    stored = [st.StateRow("group", f"g{i:05d}", _state(i), i, "bench") for i in range(STORED)]
-    step = 1_000
-    for b in range(0, STORED, step):
-        st.save(spark, cfg, stored[b : b + step], query_name=name, batch_id=b, now_ms=0)
+    # A table of its own per way and size: each starts from the same STORED states.
+    table = dataclasses.replace(cfg.tables, fold_state=f"fold_state_{how}_{n}")
+    cfg = dataclasses.replace(cfg, tables=table)
+    catalogue.ensure_tables(spark, cfg, [st.STATE])
+    stored = [st.StateRow("group", f"g{i:05d}", _state(i), i, "bench", 0) for i in range(STORED)]
+    for b in range(0, STORED, 1_000):
+        frame = writes.table_frame(
+            spark, st.STATE, st.records(stored[b : b + 1_000], batch_id=b, now_ms=0)
+        )
+        writes.append(frame, cfg, st.STATE, query_name="bench", batch_id=b, fresh=True)
     rng = random.Random(n)
     out = []
     for r in range(rounds):
         keys = sorted(rng.sample(range(STORED), n))
-        rows = [st.StateRow("group", f"g{k:05d}", _changed(_state(k), 1), r, "bench") for k in keys]
+        rows = [
+            st.StateRow("group", f"g{k:05d}", _changed(_state(k), 1), r, "bench", r + 1)
+            for k in keys
+        ]
         began = time.perf_counter()
-        st.save(spark, cfg, rows, query_name=name, batch_id=STORED + r, now_ms=0, fresh=True)
+        frame = writes.table_frame(spark, st.STATE, st.records(rows, batch_id=STORED + r, now_ms=0))
+        if how == "merge":
+            prune = [
+                p
+                for p in (
+                    writes.in_list("fold", ["group"]),
+                    writes.in_list("key", [row.key for row in rows]),
+                )
+                if p is not None
+            ]
+            writes.merge(frame, cfg, st.STATE, query_name="bench", batch_id=STORED + r,
+                         prune=prune, fresh=True)  # fmt: skip
+        else:
+            writes.append(frame, cfg, st.STATE, query_name="bench", batch_id=STORED + r, fresh=True)
         out.append(time.perf_counter() - began)
     return out
 
@@ -173,7 +200,8 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
                 raw = _stream_seconds(spark, files, out / f"ck-{how}-{n}", how)
                 one[f"{how}_raw"] = raw
                 one[how] = [s - base for s in raw]
-            one["merge"] = _merge_seconds(spark, cfg, n, MERGES)
+            for how in WRITES:
+                one[how] = _write_seconds(spark, cfg, n, MERGES, how)
             result[str(n)] = one
             print(f"{n} states: {one}", file=sys.stderr, flush=True)
     finally:
@@ -193,8 +221,11 @@ def run(runs: int = 1, scale: float = 1.0) -> list[Metric]:
             f"{STORED:,} stored; local[2]"
         )
         notes = {
-            "merge": f"Delta MERGE into fold_state (pipelines/state.py save), {MERGES} MERGEs, "
-            "first two dropped",
+            "merge": f"Delta MERGE into fold_state, restricted to the states' keys, as the "
+            f"pipeline wrote them until it appended them; {MERGES} MERGEs, first two dropped",
+            "append": "the same states appended to fold_state as their next versions "
+            f"(pipelines/state.py), as the pipeline writes them; {MERGES} appends, first two "
+            "dropped",
             "transform_with_state": "transformWithStateInPandas, ValueState, RocksDB: each "
             "batch's triggerExecution minus the plain query's median "
             f"({statistics.median(one['plain']):.2f} s)",
@@ -202,10 +233,19 @@ def run(runs: int = 1, scale: float = 1.0) -> list[Metric]:
             "triggerExecution minus the plain query's median "
             f"({statistics.median(one['plain']):.2f} s)",
         }
-        samples = {"merge": one["merge"][2:], **{h: one[h] for h in HOW[1:]}}
+        samples = {**{h: one[h][2:] for h in WRITES}, **{h: one[h] for h in HOW[1:]}}
         metrics.extend(
             Metric(f"fold_state_{how}_s_{n}", "s", samples[how], described, notes[how])
-            for how in HOW
+            for how in (*WRITES, *HOW[1:])
+        )
+        metrics.append(
+            Metric(
+                f"fold_state_append_vs_merge_{n}",
+                "x",
+                [statistics.median(samples["append"]) / statistics.median(samples["merge"])],
+                described,
+                "the pipeline's append over the MERGE it replaced, medians of the same run",
+            )
         )
         store = min(statistics.median(samples[h]) for h in HOW[1:])
         metrics.append(
