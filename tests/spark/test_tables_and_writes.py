@@ -357,8 +357,12 @@ def test_a_fold_state_from_before_versions_gains_them_and_goes_on_as_a_log(
         f"INSERT INTO {name} (fold, key, state, last_offset, updated_batch_id, updated_at, "
         f"{catalogue.CLUSTER}) VALUES ('group', 'g', '{{}}', 5, 7, timestamp_millis({T0}), 'c')"
     )
+    before = catalogue.delta_version(spark, name)
     catalogue.ensure_tables(spark, renamed, [st.STATE])
     assert [r["seq"] for r in spark.table(name).collect()] == [0]
+    # A replay across the upgrade reads a version without the column: its rows are version 0.
+    old_state = st.load(spark, renamed, {st.GROUP: ["g"]}, cluster="c", version=before)
+    assert old_state[(st.GROUP, "g")] == st.StateRow(st.GROUP, "g", "{}", 5, "c", 0)
     assert st.load(spark, renamed, {st.GROUP: ["g"]}, cluster="c")[(st.GROUP, "g")].seq == 0
     st.save(spark, renamed, [st.StateRow(st.GROUP, "g", '{"new": 1}', 6, "c")],
             query_name="q", batch_id=8, now_ms=T0, fresh=True)  # fmt: skip

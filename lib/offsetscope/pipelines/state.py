@@ -122,6 +122,9 @@ def load(
         if version is None
         else spark.sql(f"SELECT * FROM {name} VERSION AS OF {version}")
     )
+    if SEQ not in table.columns:
+        # A version from before the log (a replay across the upgrade): one row per key.
+        table = table.withColumn(SEQ, F.lit(0).cast("bigint"))
     rows = (
         latest(
             table.where(f"{catalogue.CLUSTER} = {writes.sql_literal(cluster)}")
