@@ -124,3 +124,33 @@ def test_an_override_for_one_clusters_group_leaves_the_other_alone(
     runner.evaluate(spark, 0, CHANGED, as_of=T + 60_000)
     runner.close(spark)
     assert [(r.cluster, r.subject) for r in _stored(spark, cfg)] == [("east", GROUP)]
+
+
+def test_a_compaction_moves_no_key_and_a_dropped_state_does(spark: SparkSession) -> None:
+    from offsetscope.alerts.runner import moved_keys
+
+    columns = "cluster string, fold string, key string, updated_batch_id bigint"
+    changes = spark.createDataFrame(
+        [
+            ("east", "group", "new", 9, "insert"),
+            ("east", "group", "kept", 3, "delete"),  # a superseded version, compacted
+            ("east", "group", "gone", 4, "delete"),  # its last state: dropped by a redecode
+            ("east", "group", "updated", 5, "update_preimage"),
+            ("east", "group", "updated", 6, "update_postimage"),
+        ],
+        f"{columns}, _change_type string",
+    )
+    states = spark.createDataFrame(
+        [
+            ("east", "group", "new", 9),
+            ("east", "group", "kept", 8),
+            ("east", "group", "updated", 6),
+        ],
+        columns,
+    )
+    moved = sorted(tuple(r) for r in moved_keys(changes, states).collect())
+    assert moved == [
+        ("east", "group", "gone", 4),
+        ("east", "group", "new", 9),
+        ("east", "group", "updated", 6),
+    ]

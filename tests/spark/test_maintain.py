@@ -121,3 +121,38 @@ def test_an_unclustered_table_is_clustered_by_group_in_place(
         assert [s.kind for s in report.steps] == [maintenance.OPTIMIZE, maintenance.VACUUM]
     finally:
         spark.sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def test_maintain_deletes_the_superseded_fold_states_and_keeps_each_keys_latest(
+    spark: SparkSession, offsetscope_config: config.Config
+) -> None:
+    from offsetscope.pipelines import state as st
+
+    schema = f"t_compact_{uuid.uuid4().hex[:8]}"
+    cfg = dataclasses.replace(
+        offsetscope_config,
+        storage=dataclasses.replace(offsetscope_config.storage, schema=schema),
+        maintenance=dataclasses.replace(
+            offsetscope_config.maintenance, optimize=False, vacuum=False
+        ),
+    )
+    catalogue.ensure_tables(spark, cfg, [st.STATE])
+    try:
+        for n in range(3):
+            rows = [st.StateRow(st.GROUP, "g", f'{{"n": {n}}}', n, c) for c in ("east", "west")]
+            if n == 0:
+                rows.append(st.StateRow(st.TXN, "t", "{}", 0, "east"))  # one version only
+            st.save(spark, cfg, rows, query_name="q", batch_id=n, now_ms=0, fresh=True)
+        report = maintain.maintain(spark, cfg, tables=[st.STATE], clock=VirtualClock(0))
+        (step,) = report.steps
+        assert (step.kind, step.rows_removed) == (maintenance.COMPACT, 4)
+        left = spark.table(catalogue.table_name(cfg, st.STATE)).collect()
+        assert sorted((r["cluster"], r["fold"], r["seq"], r["state"]) for r in left) == [
+            ("east", st.GROUP, 2, '{"n": 2}'),
+            ("east", st.TXN, 0, "{}"),
+            ("west", st.GROUP, 2, '{"n": 2}'),
+        ]
+        again = maintain.maintain(spark, cfg, tables=[st.STATE], clock=VirtualClock(0))
+        assert [s.rows_removed for s in again.steps] == [0]
+    finally:
+        spark.sql(f"DROP SCHEMA {schema} CASCADE")

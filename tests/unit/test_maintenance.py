@@ -173,6 +173,17 @@ def test_the_plan_orders_each_tables_steps() -> None:
         maintenance.plan(CFG, NOW, ["no_such"])
 
 
+def test_fold_state_is_compacted_before_it_is_optimized() -> None:
+    steps = maintenance.plan(CFG, NOW, ["fold_state"])
+    assert [s.kind for s in steps] == ["compact", "optimize", "vacuum"]
+    sql = steps[0].sql
+    # Only rows below their key's highest version, of keys that have more than one.
+    assert "max(seq) AS seq" in sql
+    assert "HAVING count(*) > 1" in sql
+    assert "AND t.seq < s.seq WHEN MATCHED THEN DELETE" in sql
+    assert "t.`cluster` <=> s.`cluster`" in sql
+
+
 # ----------------------------------------------------------------------------- lost races
 
 

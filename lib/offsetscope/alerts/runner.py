@@ -130,6 +130,20 @@ def _timed(timings: dict[str, float], phase: str) -> Iterator[None]:
         timings[phase] = timings.get(phase, 0.0) + time.monotonic() - began
 
 
+def moved_keys(changes: DataFrame, states: DataFrame) -> DataFrame:
+    """The ``(cluster, fold, key, updated_batch_id)`` rows of ``fold_state``'s change feed
+    ``changes`` whose key moved: every state written, and a deleted one only when its key has no
+    state left in ``states`` (a redecode dropped it). A compaction deletes superseded versions of
+    keys that live on (lib/offsetscope/pipelines/state.py): those moved nothing."""
+    key = [catalogue.CLUSTER, "fold", "key"]
+    written = changes.where(F.col("_change_type").isin("insert", "update_postimage"))
+    dropped = changes.where(F.col("_change_type") == F.lit("delete")).join(
+        states.select(*key), key, "left_anti"
+    )
+    columns = (*key, "updated_batch_id")
+    return written.select(*columns).unionByName(dropped.select(*columns)).distinct()
+
+
 class AlertsRunner:
     """Evaluates the alert rules on Spark and keeps the notifiers between evaluations.
 
@@ -241,16 +255,7 @@ class AlertsRunner:
         spark = batch_df.sparkSession
         self._spark = spark
         fresh = self._sequence.begin(batch_id)
-        columns = (catalogue.CLUSTER, "fold", "key", "updated_batch_id")
-        written = batch_df.where(F.col("_change_type").isin("insert", "update_postimage"))
-        # A deleted state moves its key only when the key has no state left (a redecode
-        # dropped it); a compaction deletes superseded versions of keys that live on.
-        dropped = batch_df.where(F.col("_change_type") == F.lit("delete")).join(
-            self._table("fold_state").select(catalogue.CLUSTER, "fold", "key"),
-            [catalogue.CLUSTER, "fold", "key"],
-            "left_anti",
-        )
-        rows = written.select(*columns).unionByName(dropped.select(*columns)).distinct().collect()
+        rows = moved_keys(batch_df, self._table("fold_state")).collect()
         if rows:
             changed = ChangedKeys.from_fold_rows((r[0], r[1], r[2], r[3]) for r in rows)
             self.evaluate(spark, batch_id, changed, fresh=fresh)
