@@ -43,7 +43,7 @@ import dataclasses
 import json
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -473,17 +473,9 @@ class IngestPipeline:
 
     def _versioned(self, b: Batch, rows: Sequence[st.StateRow]) -> list[st.StateRow]:
         """``rows`` versioned after the states they replace (:func:`offsetscope.pipelines.state.
-        versioned`): from the mirror, the keys it does not hold read in one query."""
+        versioned`), as the mirror holds them."""
         keys = {StateKey(r.cluster, r.fold, r.key) for r in rows}
-        missing = [k for k in keys if k not in self._states]
-        if missing:
-            with b.timings.timed("load state"):
-                found = st.load_keys(
-                    b.spark, self.cfg, [(k.cluster, k.fold, k.key) for k in missing],
-                    version=b.state_version,
-                )  # fmt: skip
-            for k in missing:
-                self._states[k] = found[(k.cluster, k.fold, k.key)]
+        self._mirror(b, keys)
         return st.versioned(rows, {(k.cluster, k.fold, k.key): self._states[k] for k in keys})
 
     def _compact(self, b: Batch) -> None:
@@ -495,28 +487,23 @@ class IngestPipeline:
             with b.timings.timed("compact state"):
                 st.compact(b.spark, self.cfg)
 
+    def _mirror(self, b: Batch, keys: Iterable[StateKey]) -> None:
+        """Read the states of ``keys`` the mirror does not hold into it (one query per
+        cluster; None for a key without a state)."""
+        missing = [k for k in keys if k not in self._states]
+        if not missing:
+            return
+        with b.timings.timed("load state"):
+            found = st.load_keys(b.spark, self.cfg, missing, version=b.state_version)
+        for k in missing:
+            self._states[k] = found[k]
+
     def _load_states(
         self, b: Batch, wanted: Mapping[str, Sequence[str]]
     ) -> dict[tuple[str, str], st.StateRow]:
-        missing = {
-            fold: [k for k in keys if StateKey(b.cluster, fold, k) not in self._states]
-            for fold, keys in wanted.items()
-        }
-        if any(missing.values()):
-            with b.timings.timed("load state"):
-                found = st.load(
-                    b.spark, self.cfg, missing, cluster=b.cluster, version=b.state_version
-                )
-            for fold, absent in missing.items():
-                for k in absent:
-                    self._states[StateKey(b.cluster, fold, k)] = found.get((fold, k))
-        out: dict[tuple[str, str], st.StateRow] = {}
-        for fold, keys in wanted.items():
-            for k in keys:
-                row = self._states.get(StateKey(b.cluster, fold, k))
-                if row is not None:
-                    out[(fold, k)] = row
-        return out
+        keys = [StateKey(b.cluster, fold, k) for fold, ks in wanted.items() for k in ks]
+        self._mirror(b, keys)
+        return {(k.fold, k.key): row for k in keys if (row := self._states[k]) is not None}
 
     # ------------------------------------------------------------------ lag
 
