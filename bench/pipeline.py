@@ -561,23 +561,10 @@ def small_worker(spec: dict[str, Any]) -> dict[str, Any]:
 
     Each slice is also appended alone to the ``raw_records`` table of a schema of its own,
     right after its pipeline batch (the floor: one Delta commit of the same rows,
-    :func:`floor_append`, as :func:`floor_worker` makes per batch).
-
-    ``spec['without_merges']`` (tables) replaces those tables' MERGEs by no-ops in this worker
-    process: what the batch costs without them, the measured floor of what is left."""
+    :func:`floor_append`, as :func:`floor_worker` makes per batch)."""
     from offsetscope.clock import SystemClock
     from offsetscope.pipelines import ingest
-    from offsetscope.spark import writes
     from offsetscope.spark.tables import ensure_tables
-
-    skipped = frozenset(spec.get("without_merges", ()))
-    if skipped:
-        merge = writes.merge
-
-        def without(source: Any, cfg: Any, logical: str, **kw: Any) -> int:
-            return 0 if logical in skipped else merge(source, cfg, logical, **kw)
-
-        writes.merge = without
 
     out, cfg, spark = worker_session(spec, "offsetscope_bench_small", "offsetscope-bench-small")
     try:
@@ -633,16 +620,9 @@ def small_worker(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-# The measured floor of a small batch: the same batches with these tables' MERGEs made no-ops
-# (one run, after the complete runs): groups_current's is the one MERGE a batch has left, the
-# fold states being appended (lib/offsetscope/pipelines/state.py).
-WITHOUT_MERGES = {"without_merges": ("groups_current",)}
-
-
 def small_batch(runs: int = 3, scale: float = 1.0) -> list[Metric]:
     """``small_batch_s`` and its floor, from ``runs`` :func:`small_worker` runs over the
-    throughput input (:func:`small_metrics`), then the floors without the MERGEs of
-    :data:`WITHOUT_MERGES`, one run each (:func:`without_metrics`)."""
+    throughput input (:func:`small_metrics`)."""
     source = Input(max(10, int(GROUPS * scale)), DURATION_S)
     source.generate()
     spec = {
@@ -655,11 +635,7 @@ def small_batch(runs: int = 3, scale: float = 1.0) -> list[Metric]:
     for i in range(runs):
         results.append(run_worker("--small", spec, f"small-{i}"))
         print(f"  small-batch run {i}: {[b['seconds'] for b in results[-1]['batches']]} s")
-    without = {}
-    for name, tables in WITHOUT_MERGES.items():
-        without[name] = run_worker("--small", {**spec, "without_merges": tables}, f"small-{name}")
-        print(f"  small-batch {name}: {[b['seconds'] for b in without[name]['batches']]} s")
-    return small_metrics(results, source) + without_metrics(without, source)
+    return small_metrics(results, source)
 
 
 def small_metrics(results: list[dict[str, Any]], source: Input) -> list[Metric]:
@@ -708,23 +684,6 @@ def _small_described(results: list[dict[str, Any]], source: Input) -> str:
         f"x {PARTITIONS} partitions, {source.duration_s} s) after {last['history_records']:,} "
         f"stored records; {len(results)} run(s)"
     )
-
-
-def without_metrics(without: dict[str, dict[str, Any]], source: Input) -> list[Metric]:
-    """``small_batch_<name>_s``: the small batches of a :func:`small_worker` run whose MERGEs
-    of :data:`WITHOUT_MERGES` ``[name]`` were no-ops."""
-    return [
-        Metric(
-            f"small_batch_{name}_s",
-            "s",
-            [b["seconds"] for b in result["batches"]],
-            _small_described([result], source),
-            f"small_batch_s with the MERGE of {' and '.join(WITHOUT_MERGES[name])} made a no-op "
-            "(nothing written there): what the rest of the batch costs; median of every batch",
-            extra={"profile": result["batches"]},
-        )
-        for name, result in without.items()
-    ]
 
 
 def history_scaling(source: Input, runs: int) -> list[Metric]:

@@ -558,7 +558,9 @@ class TableNames:
     quarantine: TableName = "quarantine"
     group_generations: TableName = "group_generations"
     group_state_transitions: TableName = "group_state_transitions"
+    # A view of each group's latest row in groups_current_log (docs/design.md, "Tables").
     groups_current: TableName = "groups_current"
+    groups_current_log: TableName = "groups_current_log"
     member_sessions: TableName = "member_sessions"
     partition_assignments: TableName = "partition_assignments"
     end_offsets: TableName = "end_offsets"

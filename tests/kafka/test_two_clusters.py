@@ -121,7 +121,7 @@ def test_one_query_keeps_two_clusters_with_the_same_ids_apart(
         ingest.run(spark, cfg, query_name=f"two_clusters_{tag}")
 
         def rows(logical: str, where: str) -> list[dict[str, object]]:
-            table = spark.table(catalogue.table_name(cfg, logical))
+            table = catalogue.current_rows(spark, cfg, logical)
             return [r.asDict() for r in table.where(where).collect()]
 
         for cluster in bootstrap:

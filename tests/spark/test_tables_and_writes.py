@@ -12,8 +12,9 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
 from offsetscope import config
-from offsetscope.history.rows import EndOffsetSample, TxnStatusRow
+from offsetscope.history.rows import EndOffsetSample, GroupCurrentRow, TxnStatusRow
 from offsetscope.history.tables import TABLES as HISTORY_TABLES
+from offsetscope.history.tables import as_record
 from offsetscope.pipelines import state as st
 from offsetscope.spark import tables as catalogue
 from offsetscope.spark import writes
@@ -314,6 +315,55 @@ def test_fold_state_is_a_log_whose_highest_version_is_the_state(
     assert versions() == [(2, '{"n": 2}'), (3, '{"n": 3}')]
 
 
+def test_groups_current_is_a_log_its_view_shows_each_groups_latest_row(
+    spark: SparkSession, cfg: config.Config
+) -> None:
+    log = catalogue.table_name(cfg, "groups_current")
+    view = catalogue.view_name(cfg, "groups_current")
+    assert log != view
+    # The view comes with the table it shows.
+    catalogue.ensure_tables(spark, cfg, ["groups_current"])
+
+    def row(group: str, members: int) -> GroupCurrentRow:
+        return GroupCurrentRow(
+            group, 0, "classic", "Stable", T0, 1, "consumer", "range", "m-1", members,
+            None, None, (), 0, 0, False, T0 + members,
+        )  # fmt: skip
+
+    def append(batch: int, rows: list[tuple[str, GroupCurrentRow, int]]) -> None:
+        for cluster in sorted({c for c, _, _ in rows}):
+            records = [{**as_record(r), catalogue.SEQ: seq} for c, r, seq in rows if c == cluster]
+            frame = writes.table_frame(
+                spark,
+                "groups_current",
+                writes.records_table("groups_current", records, cluster=cluster),
+            )
+            writes.append(frame, cfg, "groups_current", query_name=f"gc-{cluster}",
+                          batch_id=batch, fresh=True)  # fmt: skip
+
+    append(0, [("c", row("log-a", 1), 0), ("c", row("log-b", 5), 3), ("d", row("log-a", 7), 0)])
+    append(1, [("c", row("log-a", 2), 1)])
+    append(2, [("c", row("log-a", 3), 2)])
+
+    def shown() -> dict[tuple[str, str], int]:
+        got = spark.table(view).where("group_id LIKE 'log-%'").collect()
+        assert "seq" not in spark.table(view).columns
+        return {(r["cluster"], r["group_id"]): r["member_count"] for r in got}
+
+    latest = {("c", "log-a"): 3, ("c", "log-b"): 5, ("d", "log-a"): 7}
+    assert shown() == latest
+    # The SQL the views and commands read is the view's.
+    current = catalogue.current_rows(spark, cfg, "groups_current").where("group_id LIKE 'log-%'")
+    assert {(r["cluster"], r["group_id"]): r["member_count"] for r in current.collect()} == latest
+    # Compaction deletes the superseded rows only: a group's in another cluster is another key.
+    assert st.compact(spark, cfg, catalogue.GROUPS_CURRENT) >= 2
+    kept = spark.table(log).where("group_id LIKE 'log-%'").select("cluster", "group_id", "seq")
+    assert sorted(tuple(r) for r in kept.collect()) == [
+        ("c", "log-a", 2), ("c", "log-b", 3), ("d", "log-a", 0)
+    ]  # fmt: skip
+    assert shown() == latest
+
+
 def test_a_replayed_batch_reads_the_states_from_before_its_own_save(
     spark: SparkSession, cfg: config.Config
 ) -> None:
@@ -381,7 +431,7 @@ def test_a_table_from_before_clusters_gains_the_column_filled_with_the_default_c
         cfg,
         sources=dataclasses.replace(cfg.sources, cluster="prod-eu"),
         tables=dataclasses.replace(
-            cfg.tables, end_offsets="old_end_offsets", groups_current="old_groups_current"
+            cfg.tables, end_offsets="old_end_offsets", groups_current_log="old_groups_current"
         ),
     )
     for logical in ("end_offsets", "groups_current"):

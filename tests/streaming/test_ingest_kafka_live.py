@@ -156,7 +156,7 @@ def test_rows_appear_while_the_query_runs(
     _transaction(bootstrap, names, names.txn_aborted, names.aborted_group, commit=False)
 
     def table(logical: str) -> list[dict[str, object]]:
-        return [r.asDict() for r in spark.table(catalogue.table_name(live_cfg, logical)).collect()]
+        return [r.asDict() for r in catalogue.current_rows(spark, live_cfg, logical).collect()]
 
     query, pipeline = ingest.start(spark, live_cfg, query_name=f"live_{uuid.uuid4().hex[:8]}")
     second: Consumer | None = None
@@ -289,7 +289,7 @@ def test_the_ingest_reports_its_backlog_and_labels_its_own_group(
         ingest.run(spark, cfg, query_name="backlog", say=lines.append)
         current = {
             r["group_id"]: r["offsetscope_own"]
-            for r in spark.table(catalogue.table_name(cfg, "groups_current")).collect()
+            for r in catalogue.current_rows(spark, cfg, "groups_current").collect()
         }
         own = {g for g in current if g.startswith(prefix)}
         assert own, sorted(current)

@@ -137,7 +137,9 @@ def runs(
 
 
 def _table(spark: SparkSession, cfg: config.Config, logical: str) -> DataFrame:
-    return spark.table(catalogue.table_name(cfg, logical))
+    # A log of versions (groups_current) by its latest rows: how many versions a run holds
+    # depends on its batches.
+    return catalogue.current_rows(spark, cfg, logical)
 
 
 def _stable(df: DataFrame) -> DataFrame:

@@ -171,7 +171,7 @@ def test_views_answer_at_query_time(spark: SparkSession, world: World) -> None:
     overview = {r["group_id"]: r for r in view("group_overview")}
     current = {
         r["group_id"]: r.asDict()
-        for r in spark.table(catalogue.table_name(cfg, "groups_current")).collect()
+        for r in catalogue.current_rows(spark, cfg, "groups_current").collect()
     }
     assert set(overview) == set(current) - {OWN}
     assert current[OWN]["offsetscope_own"] is True

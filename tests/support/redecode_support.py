@@ -108,9 +108,11 @@ def older_decoder_tables(spark: SparkSession, cfg: config.Config, group: str) ->
         rows = [r for r in getattr(outputs, logical) if r.group_id == group]
         rows = list(history_tables.materialize(rows).values())
         if rows:
-            writes.rows_frame(spark, logical, rows, cluster="default").write.format("delta").mode(
-                "append"
-            ).saveAsTable(name)
+            frame = writes.rows_frame(spark, logical, rows, cluster="default")
+            if catalogue.spec(logical).version_column is not None:
+                # A log of versions (groups_current): the group's first.
+                frame = frame.withColumn(catalogue.SEQ, F.lit(0).cast("bigint"))
+            frame.write.format("delta").mode("append").saveAsTable(name)
     state = states.groups[group]
     fold = catalogue.table_name(cfg, st.STATE)
     spark.sql(
@@ -123,6 +125,7 @@ def older_decoder_tables(spark: SparkSession, cfg: config.Config, group: str) ->
 def table_rows(
     spark: SparkSession, cfg: config.Config, logical: str, drop: Sequence[str] = ()
 ) -> list[str]:
-    """A table's rows as sorted JSON texts (to compare two schemas' tables)."""
-    df = spark.table(catalogue.table_name(cfg, logical)).drop(*drop)
+    """A table's rows as sorted JSON texts (to compare two schemas' tables); a log of
+    versions' latest rows (how many versions each holds depends on its batches)."""
+    df = catalogue.current_rows(spark, cfg, logical).drop(*drop)
     return sorted(r[0] for r in df.select(F.to_json(F.struct(*df.columns))).collect())

@@ -237,29 +237,6 @@ def test_small_batch_figures_take_every_batch_and_its_own_floor() -> None:
     assert by_name["small_batch_s"].extra["peak_rss_mib"] == {"python_driver": 700.0}
 
 
-def test_small_batch_floors_name_the_merges_left_out() -> None:
-    from bench.pipeline import WITHOUT_MERGES, Input, without_metrics
-
-    def run(*seconds: float) -> dict[str, object]:
-        return {
-            "history_records": 204_000,
-            "batches": [
-                {"rows_in": 1_010, "seconds": s, "floor_seconds": 0.5, "phases": {}}
-                for s in seconds
-            ],
-        }
-
-    found = without_metrics({"without_merges": run(3.0, 4.0, 3.5)}, Input(10_000, 30))
-    by_name = {m.name: m for m in found}
-    assert set(by_name) == {f"small_batch_{name}_s" for name in WITHOUT_MERGES}
-    both = by_name["small_batch_without_merges_s"]
-    assert both.samples == [3.0, 4.0, 3.5]
-    assert both.median == 3.5
-    # The fold states are appended: groups_current's is the MERGE left out.
-    assert "MERGE of groups_current made a no-op" in both.notes
-    assert "1 run(s)" in both.input
-
-
 def test_maintain_figures_are_per_million_records_before_and_after() -> None:
     from bench.maintain import TABLES, metrics
 

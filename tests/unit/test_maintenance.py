@@ -140,7 +140,7 @@ def test_optimize_partitioned_tables_over_recent_days_and_the_cutoff_z_ordered_b
     assert catalogue.spec("offset_commits").zorder_by == ("group_id",)
     # Unpartitioned tables: the whole table (liquid clustering is incremental).
     assert maintenance.optimize_sql(CFG, catalogue.spec("groups_current"), NOW) == (
-        "OPTIMIZE `offsetscope`.`groups_current`"
+        "OPTIMIZE `offsetscope`.`groups_current_log`"
     )
 
 
@@ -166,6 +166,7 @@ def test_the_plan_orders_each_tables_steps() -> None:
         ("partition_lag", "downsample"),
         ("partition_lag", "optimize"),
         ("partition_lag", "vacuum"),
+        ("groups_current", "compact"),
         ("groups_current", "optimize"),
         ("groups_current", "vacuum"),
     ]
@@ -178,10 +179,24 @@ def test_fold_state_is_compacted_before_it_is_optimized() -> None:
     assert [s.kind for s in steps] == ["compact", "optimize", "vacuum"]
     sql = steps[0].sql
     # Only rows below their key's highest version, of keys that have more than one.
-    assert "max(seq) AS seq" in sql
+    assert "max(`seq`) AS `seq`" in sql
     assert "HAVING count(*) > 1" in sql
-    assert "AND t.seq < s.seq WHEN MATCHED THEN DELETE" in sql
+    assert "AND t.`seq` < s.`seq` WHEN MATCHED THEN DELETE" in sql
     assert "t.`cluster` <=> s.`cluster`" in sql
+
+
+def test_groups_current_is_compacted_by_group_and_cluster() -> None:
+    steps = maintenance.plan(CFG, NOW, ["groups_current"])
+    assert [s.kind for s in steps] == ["compact", "optimize", "vacuum"]
+    sql = steps[0].sql
+    assert sql.startswith("MERGE INTO `offsetscope`.`groups_current_log` t")
+    assert "SELECT `group_id`, `cluster`, max(`seq`) AS `seq`" in sql
+    assert "ON t.`group_id` <=> s.`group_id` AND t.`cluster` <=> s.`cluster` AND" in sql
+
+
+def test_only_a_log_of_versions_is_compacted() -> None:
+    with pytest.raises(ValueError, match="offset_commits is not a log of versions"):
+        maintenance.compaction_sql(CFG, catalogue.spec("offset_commits"))
 
 
 # ----------------------------------------------------------------------------- lost races

@@ -210,8 +210,10 @@ class AlertsRunner:
         return self._spark.table(catalogue.table_name(self.cfg, logical))
 
     def _rows_of(self, logical: str, cluster: str) -> DataFrame:
-        """The rows of one cluster in a table of the catalogue."""
-        return self._table(logical).where(F.col(catalogue.CLUSTER) == F.lit(cluster))
+        """The rows of one cluster in a gold table of the catalogue (a log of versions: each
+        key's latest, :func:`offsetscope.spark.tables.current_rows`)."""
+        rows = catalogue.current_rows(self._spark, self.cfg, logical)
+        return rows.where(F.col(catalogue.CLUSTER) == F.lit(cluster))
 
     def _alerts(self) -> DataFrame:
         return self._spark.table(qtables.qualified_name(self.cfg, alert_tables.ALERTS))

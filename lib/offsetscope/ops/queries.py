@@ -112,7 +112,7 @@ class Queries:
         return f"{column} = {_quote(self.cluster)}"
 
     def _t(self, logical: str) -> str:
-        return catalogue.table_name(self.cfg, logical)
+        return catalogue.current_sql(self.cfg, logical)
 
     def _view(self, logical: str, w: Window) -> str:
         return catalogue.VIEWS[logical].select(self.cfg, now=w.now, include_own=self.include_own)

@@ -8,7 +8,8 @@ Per micro-batch (``foreachBatch``, with ``batch_df.sparkSession``)::
                                                                │    -> offset_commits append, summary
                                                                └─> light events
                                                                    -> fold step (history.batch)
-                                                                   -> gold MERGEs, fold_state
+                                                                   -> gold MERGEs, appends of
+                                                                      groups_current, fold_state
     end-offset sampler ─> end_offsets ─> partition_lag          audit row: counts in/out, skips
 
 * **Decode once**: the source rows and the decoded rows are persisted for the batch, so every
@@ -27,7 +28,9 @@ Per micro-batch (``foreachBatch``, with ``batch_df.sparkSession``)::
   partition (segment sources only), every group id with its chosen commits, every transactional
   id. Fold state is loaded for the keys in the batch only and the changed states appended as
   their next versions (:mod:`offsetscope.pipelines.state`): a batch costs what its records
-  cost, whatever the history.
+  cost, whatever the history. ``groups_current`` is a log the same way: a group's row is
+  appended at the version of the group state it was folded into (``GROUPS_CURRENT`` in
+  :mod:`offsetscope.spark.tables`; the view of that name shows each group's latest).
 * **Writes** (:mod:`offsetscope.pipelines.writer`): queued while the batch is worked out, then
   run table by table in parallel, each gold table behind its quality gate, the fold-state append
   among them; the audit row last. A batch that failed half-way is replayed from the states as
@@ -47,6 +50,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -89,12 +93,12 @@ _DECODE_STATE: dict[str, Callable[[str], step.FoldState]] = {
     step.TXN: TxnIdState.from_json,
     step.SHARE: SharePartitionState.from_json,
 }
+GROUPS_CURRENT = catalogue.GROUPS_CURRENT.logical
 _GOLD = (
     ("group_generations", "group_generations"),
     ("group_state_transitions", "group_state_transitions"),
     ("member_sessions", "member_sessions"),
     ("partition_assignments", "partition_assignments"),
-    ("groups_current", "groups_current"),
     ("transactions", "transactions"),
     ("transaction_status_timeline", "transaction_status_timeline"),
     ("streams_assignments", "streams_assignments"),
@@ -157,6 +161,9 @@ class Batch:
     loaded: dict[tuple[str, str], st.StateRow] = field(default_factory=dict)
     # The transactions rows the batch's fold step wrote (newer than the table's until written).
     transactions: Sequence[TransactionRow] = ()
+    # The groups_current rows of the batch, by cluster: appended with their groups' versions
+    # once the batch's states have theirs.
+    current: list[tuple[str, GroupCurrentRow]] = field(default_factory=list)
     # Not a replay: its writes skip the replay check (offsetscope.spark.writes).
     fresh: bool = False
     # The fold_state version a replayed batch reads its states at (offsetscope.pipelines.state,
@@ -305,7 +312,9 @@ class IngestPipeline:
             shared.new_states.append(
                 lease.lease_row(self.cfg, self.query_name, batch_id, self.clock.now_ms())
             )
+            self._with_group_states(shared)
             new_states = self._versioned(shared, shared.new_states)
+            self._queue_current(shared, new_states)
             # Beside the table writes: a replay reads the states from before this append.
             shared.tasks.append(
                 Write(
@@ -457,10 +466,8 @@ class IngestPipeline:
             b.tasks, "offset_commits", out.offset_commits, b.cluster, prune_dates=True
         )
         for name, logical in _GOLD:
-            rows = getattr(out, name)
-            if logical == "groups_current":
-                rows = self._label_own(rows)
-            BatchWriter.merge_rows(b.tasks, logical, rows, b.cluster)
+            BatchWriter.merge_rows(b.tasks, logical, getattr(out, name), b.cluster)
+        b.current.extend((b.cluster, row) for row in self._label_own(out.groups_current))
         return positions, out.offset_commits
 
     def _label_own(self, rows: Sequence[GroupCurrentRow]) -> list[GroupCurrentRow]:
@@ -471,6 +478,51 @@ class IngestPipeline:
             dataclasses.replace(r, offsetscope_own=is_own_group(self.cfg, r.group_id)) for r in rows
         ]
 
+    def _with_group_states(self, b: Batch) -> None:
+        """Put the state of every group the batch writes a ``groups_current`` row of among the
+        batch's new states: a row's version is its group state's (lib/offsetscope/spark/
+        tables.py, GROUPS_CURRENT). A row is folded from its group's state, so a group whose
+        state did not move gets its stored state again, at the next version."""
+        written = {StateKey(r.cluster, r.fold, r.key) for r in b.new_states}
+        keys = [StateKey(cluster, st.GROUP, row.group_id) for cluster, row in b.current]
+        self._mirror(b, keys)
+        for k in keys:
+            if k in written:
+                continue
+            stored = self._states[k]
+            if stored is None:
+                raise RuntimeError(
+                    f"groups_current row of group {k.key!r} ({k.cluster}) without a state"
+                )
+            b.new_states.append(dataclasses.replace(stored, seq=None))
+            written.add(k)
+
+    def _queue_current(self, b: Batch, states: Sequence[st.StateRow]) -> None:
+        """Queue the append of the batch's ``groups_current`` rows, each at its group state's
+        version in ``states`` (:meth:`_with_group_states`)."""
+        if not b.current:
+            return
+        seq = {(r.cluster, r.key): r.seq for r in states if r.fold == st.GROUP}
+        by_cluster: dict[str, list[GroupCurrentRow]] = defaultdict(list)
+        for cluster, row in b.current:
+            by_cluster[cluster].append(row)
+        parts = {cluster: writes.dedupe_last(rows) for cluster, rows in by_cluster.items()}
+
+        def rows() -> pa.Table:
+            return pa.concat_tables(
+                writes.records_table(
+                    GROUPS_CURRENT,
+                    [
+                        {**tables.as_record(r), catalogue.SEQ: seq[(cluster, r.group_id)]}
+                        for r in part
+                    ],
+                    cluster=cluster,
+                )
+                for cluster, part in parts.items()
+            )
+
+        BatchWriter.append(b.tasks, GROUPS_CURRENT, rows, sum(map(len, parts.values())))
+
     def _versioned(self, b: Batch, rows: Sequence[st.StateRow]) -> list[st.StateRow]:
         """``rows`` versioned after the states they replace (:func:`offsetscope.pipelines.state.
         versioned`), as the mirror holds them."""
@@ -480,12 +532,13 @@ class IngestPipeline:
 
     def _compact(self, b: Batch) -> None:
         """Every ``[pipeline] state_compaction_batches`` batches, delete the superseded states
-        (:func:`offsetscope.pipelines.state.compact`), after the batch's writes: it reads the
-        whole table, which they would otherwise wait for."""
+        and ``groups_current`` rows (:func:`offsetscope.pipelines.state.compact`), after the
+        batch's writes: it reads the whole table, which they would otherwise wait for."""
         every = self.cfg.pipeline.state_compaction_batches
         if b.batch_id % every == every - 1:
-            with b.timings.timed("compact state"):
-                st.compact(b.spark, self.cfg)
+            for table in (catalogue.FOLD_STATE, catalogue.GROUPS_CURRENT):
+                with b.timings.timed(f"compact {table.logical}"):
+                    st.compact(b.spark, self.cfg, table)
 
     def _mirror(self, b: Batch, keys: Iterable[StateKey]) -> None:
         """Read the states of ``keys`` the mirror does not hold into it (one query per

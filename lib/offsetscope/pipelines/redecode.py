@@ -406,11 +406,12 @@ def _history_diff(
 ) -> _Diff:
     """One history table's rows of ``owners`` in ``cluster`` now against the stored ones."""
     spec = catalogue.spec(logical)
-    written = [c.name for c in spec.written_columns]
+    written = _compared(spec)
     new = writes.rows_frame(
         spark, logical, list(history_tables.materialize(rows).values()), cluster=cluster
     )
-    old = _of(spark.table(catalogue.table_name(cfg, logical)), cluster).where(
+    # A log of versions (groups_current) is compared by each key's latest row.
+    old = _of(catalogue.current_rows(spark, cfg, logical), cluster).where(
         F.col(owner_column).isin(sorted(owners))
     )
     key = list(spec.key)
@@ -446,6 +447,12 @@ def _history_diff(
         joined.unpersist()
 
 
+def _compared(spec: catalogue.TableSpec) -> list[str]:
+    """The written columns a re-decode compares and writes: all but a log's version column,
+    which the rows it folds do not have (:func:`_write`)."""
+    return [c.name for c in spec.written_columns if c.name != spec.version_column]
+
+
 # ----------------------------------------------------------------------------- write
 
 
@@ -457,7 +464,7 @@ def _write(spark: SparkSession, cfg: Config, diff: _Diff, key: Sequence[str]) ->
     spec = catalogue.spec(diff.table)
     name = catalogue.table_name(cfg, diff.table)
     _allow_rewrites(spark, name)
-    written = [c.name for c in spec.written_columns]
+    written = _compared(spec)
     parts = []
     if diff.source is not None:
         parts.append(diff.source.withColumn("_delete", F.lit(False)))
@@ -472,13 +479,20 @@ def _write(spark: SparkSession, cfg: Config, diff: _Diff, key: Sequence[str]) ->
         source = source.unionByName(more)
     condition = " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in key)
     values: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in written}
+    inserted = dict(values)
+    if spec.version_column is not None:
+        # A log's key (not its version) matches every version of the key: all are updated or
+        # deleted, and keep their versions, so the latest stays the latest. A new key starts at
+        # 0, not above its fold state's version, which its next row takes
+        # (lib/offsetscope/spark/tables.py, GROUPS_CURRENT).
+        inserted[f"`{spec.version_column}`"] = "0"
     (
         DeltaTable.forName(spark, name)
         .alias("t")
         .merge(source.alias("s"), condition)
         .whenMatchedDelete(condition="s._delete")
         .whenMatchedUpdate(set=values)
-        .whenNotMatchedInsert(condition="NOT s._delete", values=values)
+        .whenNotMatchedInsert(condition="NOT s._delete", values=inserted)
         .execute()
     )
     version = int(DeltaTable.forName(spark, name).history(1).collect()[0]["version"])

@@ -257,10 +257,11 @@ def save(
     return table.num_rows if appended else 0
 
 
-def compact(spark: SparkSession, cfg: Config) -> int:
+def compact(spark: SparkSession, cfg: Config, table: catalogue.TableSpec = _SPEC) -> int:
     """Delete the superseded states (a key's rows below its highest ``seq``:
-    :func:`offsetscope.spark.maintenance.compaction_sql`); returns the rows deleted. Safe beside
+    :func:`offsetscope.spark.maintenance.compaction_sql`), or the superseded rows of another
+    log of versions (``table``: ``groups_current``); returns the rows deleted. Safe beside
     a running query: its appends are blind, so they do not conflict with this delete, and a row
     they add is never below the rows deleted here."""
-    metrics = spark.sql(maintenance.compaction_sql(cfg)).collect()
+    metrics = spark.sql(maintenance.compaction_sql(cfg, table)).collect()
     return int((metrics[0].asDict().get("num_deleted_rows") or 0) if metrics else 0)

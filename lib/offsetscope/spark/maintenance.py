@@ -95,16 +95,19 @@ def downsample_keys(table: catalogue.TableSpec) -> tuple[str, ...]:
     return tuple(k for k in table.key if k != table.age_column)
 
 
-def compaction_sql(cfg: Config) -> str:
-    """Delete ``fold_state``'s superseded states: a key's rows below its highest ``seq``
-    (lib/offsetscope/pipelines/state.py)."""
-    table = catalogue.FOLD_STATE
+def compaction_sql(cfg: Config, table: catalogue.TableSpec = catalogue.FOLD_STATE) -> str:
+    """Delete a log of versions' superseded rows (:attr:`~offsetscope.spark.tables.TableSpec.
+    version_column`): a key's rows below its highest version (``fold_state``:
+    lib/offsetscope/pipelines/state.py; ``groups_current``: lib/offsetscope/spark/tables.py)."""
+    if table.version_column is None:
+        raise ValueError(f"{table.logical} is not a log of versions")
     name = catalogue.table_name(cfg, table.logical)
     key = ", ".join(f"`{c}`" for c in table.key)
+    v = f"`{table.version_column}`"
     return (
-        f"MERGE INTO {name} t USING (SELECT {key}, max(seq) AS seq FROM {name} "
+        f"MERGE INTO {name} t USING (SELECT {key}, max({v}) AS {v} FROM {name} "
         f"GROUP BY {key} HAVING count(*) > 1) s "
-        f"ON {table.merge_condition('t', 's')} AND t.seq < s.seq WHEN MATCHED THEN DELETE"
+        f"ON {table.merge_condition('t', 's')} AND t.{v} < s.{v} WHEN MATCHED THEN DELETE"
     )
 
 
@@ -194,8 +197,8 @@ def plan(cfg: Config, now_ms: int, tables: Iterable[str] | None = None) -> list[
                 cfg, table, rule.downsample_after.ms, rule.downsample_every.ms, now_ms
             )
             steps.append(Step(logical, DOWNSAMPLE, sql))
-        if logical == catalogue.FOLD_STATE.logical:
-            steps.append(Step(logical, COMPACT, compaction_sql(cfg)))
+        if table.version_column is not None:
+            steps.append(Step(logical, COMPACT, compaction_sql(cfg, table)))
         if maintenance.optimize:
             steps.append(Step(logical, OPTIMIZE, optimize_sql(cfg, table, now_ms, rule)))
         if maintenance.vacuum:

@@ -47,7 +47,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_type
 
 from offsetscope import clusters
@@ -118,6 +118,12 @@ class TableSpec:
     # Z-order columns of OPTIMIZE for a partitioned table (liquid clustering and partitioning
     # exclude each other): the partitioned tables people read by group.
     zorder_by: tuple[str, ...] = ()
+    # The [tables] key naming the table, when it is not the logical name (a table whose
+    # logical name is a view of it: groups_current).
+    config_key: str | None = None
+    # A log of versions: a key's rows are its versions, the one with the highest value of this
+    # column is the key's row, the others are superseded until compacted (current_sql).
+    version_column: str | None = None
 
     @property
     def written_columns(self) -> tuple[ColumnSpec, ...]:
@@ -203,7 +209,7 @@ def physical_name(cfg: Config, logical: str) -> str:
     """The configured (unqualified) name of a logical table."""
     if logical not in CATALOGUE:
         raise KeyError(f"no table {logical!r} in the catalogue")
-    name: str = getattr(cfg.tables, logical)
+    name: str = getattr(cfg.tables, CATALOGUE[logical].config_key or logical)
     return name
 
 
@@ -555,6 +561,31 @@ GOLD_TABLES = {
     t.name: _gold(t, ("group_id",) if "group_id" in (c.name for c in t.columns) else t.key[:1])
     for t in history.TABLES.values()
 }
+# groups_current is kept as a log, a row per group and version, so that a batch appends the
+# groups it changed rather than MERGE them (a MERGE is a dozen Spark jobs, the longest write of
+# a small batch: docs/benchmarks.md, small_batch_s). The table is groups_current_log; the view
+# groups_current shows each group's latest row (GROUPS_CURRENT_VIEW). A row's seq is the
+# version of its group's fold state it was folded into (lib/offsetscope/pipelines/batch.py), so
+# a replay gives its rows the same versions. Last among the columns, where ALTER TABLE ... ADD
+# COLUMNS puts it in the table from before (filled: _BACKFILL).
+SEQ = "seq"
+GROUPS_CURRENT = dataclasses.replace(
+    GOLD_TABLES["groups_current"],
+    columns=(
+        *GOLD_TABLES["groups_current"].columns,
+        ColumnSpec(
+            SEQ,
+            "bigint",
+            comment="the version of the group's fold state this row was folded into: the row "
+            "with the highest is the group's, older rows are superseded until compacted",
+        ),
+    ),
+    config_key="groups_current_log",
+    version_column=SEQ,
+    comment="Each group's state, a row per group and version: the groups_current view shows "
+    "the latest; offsetscope's own groups are labelled.",
+)
+GOLD_TABLES["groups_current"] = GROUPS_CURRENT
 
 # ----------------------------------------------------------------------------- ops
 
@@ -585,12 +616,13 @@ FOLD_STATE = dataclasses.replace(
     columns=(
         *FOLD_STATE.columns,
         ColumnSpec(
-            "seq",
+            SEQ,
             "bigint",
             comment="the key's version: the row with the highest is its state, older rows are "
             "superseded until compacted",
         ),
     ),
+    version_column=SEQ,
 )
 
 _SOURCE_PARTITION = (
@@ -655,6 +687,28 @@ def spec(logical: str) -> TableSpec:
     return CATALOGUE[logical]
 
 
+def current_sql(cfg: Config, logical: str) -> str:
+    """What SQL reads ``logical``'s rows from: its qualified name, or for a log of versions
+    (:attr:`TableSpec.version_column`) a subquery of each key's latest row, without the
+    version column."""
+    table = CATALOGUE[logical]
+    name = table_name(cfg, logical)
+    if table.version_column is None:
+        return name
+    columns = ", ".join(_quote(c) for c in table.column_names if c != table.version_column)
+    key = ", ".join(_quote(c) for c in table.key)
+    return (
+        f"(SELECT {columns} FROM (SELECT *, row_number() OVER (PARTITION BY {key} "
+        f"ORDER BY {_quote(table.version_column)} DESC) AS _version FROM {name}) "
+        f"WHERE _version = 1)"
+    )
+
+
+def current_rows(spark: SparkSession, cfg: Config, logical: str) -> DataFrame:
+    """``logical``'s rows as :func:`current_sql` reads them."""
+    return spark.sql(f"SELECT * FROM {current_sql(cfg, logical)}")
+
+
 # ----------------------------------------------------------------------------- views
 
 # Why a generation began, from what its row knows: the members that joined or left since the
@@ -704,14 +758,32 @@ class ViewSpec:
         self, cfg: Config, *, now: str = "current_timestamp()", include_own: bool = False
     ) -> str:
         """The view's SELECT for ``now`` (a SQL timestamp expression)."""
-        names = {logical: table_name(cfg, logical) for logical in CATALOGUE}
+        names = {logical: current_sql(cfg, logical) for logical in CATALOGUE}
         own = "" if include_own else " WHERE offsetscope_own"
-        own_groups = f"(SELECT group_id FROM {names['groups_current']}{own or ' WHERE false'})"
+        # Every version of a group says the same: the label follows from the group id.
+        gc = table_name(cfg, "groups_current")
+        own_groups = f"(SELECT group_id FROM {gc}{own or ' WHERE false'})"
         lag = ""
         if "{current_lag}" in self.body:
             lag = CURRENT_LAG.select(cfg, now=now, include_own=include_own)
         return self.body.format(**names, now=now, own_groups=own_groups, current_lag=lag)
 
+
+GROUPS_CURRENT_VIEW = ViewSpec(
+    "groups_current",
+    tuple(
+        (c.name, c.comment)
+        for c in GROUPS_CURRENT.columns
+        if c.name != GROUPS_CURRENT.version_column
+    ),
+    "SELECT "
+    + ", ".join(
+        _quote(c) for c in GROUPS_CURRENT.column_names if c != GROUPS_CURRENT.version_column
+    )
+    + " FROM {groups_current}",
+    "One row per group: its state now (the latest row of groups_current_log); offsetscope's "
+    "own groups are labelled.",
+)
 
 CURRENT_LAG = ViewSpec(
     "current_lag",
@@ -891,7 +963,14 @@ WHERE at <= {now} AND group_id NOT IN {own_groups}""",
 
 VIEWS: Mapping[str, ViewSpec] = {
     v.logical: v
-    for v in (CURRENT_LAG, GROUP_OVERVIEW, MEMBER_CHURN, HANGING_TRANSACTIONS, GROUP_TIMELINE)
+    for v in (
+        GROUPS_CURRENT_VIEW,
+        CURRENT_LAG,
+        GROUP_OVERVIEW,
+        MEMBER_CHURN,
+        HANGING_TRANSACTIONS,
+        GROUP_TIMELINE,
+    )
 }
 
 
@@ -924,9 +1003,13 @@ def _view_digest(sql: str) -> str:
 
 
 def ensure_views(
-    spark: SparkSession, cfg: Config, existing: Iterable[str] | None = None
+    spark: SparkSession,
+    cfg: Config,
+    existing: Iterable[str] | None = None,
+    logical: Iterable[str] | None = None,
 ) -> dict[str, str]:
-    """Create every view, or replace one whose definition changed; logical -> qualified name.
+    """Create every view (or those named by ``logical``), or replace one whose definition
+    changed; logical -> qualified name.
 
     Args:
         existing: lower-case names already in the schema (default: listed here).
@@ -938,7 +1021,7 @@ def ensure_views(
         }
     have = set(existing)
     out = {}
-    for view in VIEWS.values():
+    for view in VIEWS.values() if logical is None else [VIEWS[name] for name in logical]:
         sql = create_view_sql(cfg, view)
         name = view_name(cfg, view.logical)
         stored = None
@@ -1013,19 +1096,55 @@ def ensure_tables(
         qualified = table_name(cfg, name)
         if physical_name(cfg, name).lower() in existing:
             migrate(spark, cfg, table, qualified)
+        elif (before := _table_it_replaces(spark, cfg, table, existing)) is not None:
+            # Renamed, not copied: its rows, history and idempotency marks go with it; the
+            # migration adds what it lacks (a version column: _BACKFILL).
+            spark.sql(f"ALTER TABLE {before} RENAME TO {qualified}")
+            logging.getLogger(__name__).info(
+                "%s: renamed to %s (a view takes its name)", before, qualified
+            )
+            existing.discard(getattr(cfg.tables, name).lower())
+            existing.add(physical_name(cfg, name).lower())
+            migrate(spark, cfg, table, qualified)
         else:
             _clear_interrupted_create(spark, cfg, name)
             spark.sql(create_table_sql(cfg, table))
         out[name] = qualified
     if logical is None:
         out.update(ensure_views(spark, cfg, existing))
+    else:
+        # A view that took a table's logical name is how that table is read: it comes with it.
+        named = [name for name in out if name in VIEWS]
+        if named:
+            ensure_views(spark, cfg, existing, named)
     return out
+
+
+def _table_it_replaces(
+    spark: SparkSession, cfg: Config, table: TableSpec, existing: set[str]
+) -> str | None:
+    """The qualified name of the table ``table`` was kept in before a view took its logical
+    name (:attr:`TableSpec.config_key`), when that table still exists; else None."""
+    if table.config_key is None:
+        return None
+    old = getattr(cfg.tables, table.logical)
+    if old.lower() not in existing:
+        return None
+    qualified = f"{schema_name(cfg)}.{_quote(old)}"
+    kind = [
+        r["data_type"]
+        for r in spark.sql(f"DESCRIBE TABLE EXTENDED {qualified}").collect()
+        if r["col_name"] == "Type"
+    ]
+    return None if kind and kind[0].upper() == "VIEW" else qualified
 
 
 # How to fill a column added to an existing table, for the rows written before it existed.
 _BACKFILL: Mapping[tuple[str, str], Callable[[Config], str]] = {
     # One row per key before the state became a log (pipelines/state.py): each is its key's.
     ("fold_state", "seq"): lambda cfg: "0",
+    # One row per group before groups_current became a log: each is its group's.
+    ("groups_current", "seq"): lambda cfg: "0",
     ("groups_current", "offsetscope_own"): lambda cfg: (
         f"startswith(group_id, {_sql_string(cfg.sources.kafka.group_id_prefix)})"
         if cfg.sources.kafka.group_id_prefix

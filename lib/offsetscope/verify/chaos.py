@@ -343,7 +343,11 @@ def compare(
     from offsetscope.spark import tables as catalogue
 
     def by_name(cfg: config.Config, logical: str) -> Any:
-        return spark.table(catalogue.table_name(cfg, logical))
+        if logical == STATE_TABLE:
+            return spark.table(catalogue.table_name(cfg, logical))
+        # A log of versions (groups_current) by each key's latest row: how many superseded
+        # rows a run still holds depends on its batches and compactions.
+        return catalogue.current_rows(spark, cfg, logical)
 
     load = read or by_name
     out: list[str] = []
