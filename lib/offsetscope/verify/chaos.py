@@ -201,7 +201,14 @@ def _files(warehouse: Path, schema: str) -> Files:
         for table in root.iterdir():
             if not table.is_dir():
                 continue
-            for path in table.rglob("*"):
+            try:
+                paths = list(table.rglob("*"))
+            except FileNotFoundError:
+                # A restart removing a table whose creation a kill interrupted
+                # (lib/offsetscope/spark/tables.py, _clear_interrupted_create): the next poll
+                # counts what is there then.
+                continue
+            for path in paths:
                 if path.parent.name == "_delta_log":
                     is_commit = path.name.endswith(".json")
                     commits += is_commit
