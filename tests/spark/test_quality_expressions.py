@@ -21,6 +21,7 @@ from offsetscope.history.rows import EndOffsetSample, OffsetCommitRow
 from offsetscope.quality import expressions, suites
 from offsetscope.quality.model import QualityResultRow
 from offsetscope.quality.validate import FAILED, bounds, validate
+from offsetscope.spark import tables as catalogue
 from offsetscope.spark import writes
 
 pytestmark = pytest.mark.spark
@@ -200,3 +201,27 @@ def test_the_window_runs_only_when_a_key_repeats(spark: SparkSession) -> None:
     assert "Window" not in plan
     named = expressions.annotate(doubled, [unique]).where(F.size(FAILED) > 0)
     assert sorted(r["group_id"] for r in named.collect()) == ["k", "k"]
+
+
+def test_a_key_its_producer_knows_unique_is_not_searched(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clean = writes.rows_frame(spark, "group_generations", CLEAN, cluster="default")
+    # As a gate builds them for rows that carry their cluster (quality.validate.start).
+    checks = suites.checks_for(
+        "group_generations", *bounds(QualityConfig(), NOW.now_ms()), within=("cluster",)
+    )
+    unique = next(c for c in checks if c.name.startswith("unique:"))
+    key = catalogue.spec("group_generations").key
+    searched: list[str] = []
+    real = expressions.repeats
+    monkeypatch.setattr(
+        expressions, "repeats", lambda df, c: searched.append(c.name) or real(df, c)
+    )
+
+    named = expressions.annotate(clean, [unique], unique=key).where(F.size(FAILED) > 0)
+    assert named.count() == 0
+    assert searched == []
+    # Columns the producer did not vouch for together are searched as usual.
+    expressions.annotate(clean, [unique], unique=(*key, "member_count"))
+    assert searched == [unique.name]

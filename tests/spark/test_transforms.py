@@ -520,3 +520,29 @@ def test_segment_directory_batch_read_is_every_internal_record(
     )
     assert_df_equality(df, expected, ignore_row_order=True, ignore_nullable=True)
     assert df.count() == truth.records
+
+
+def test_coordinates_are_known_unique_when_each_partition_is_one_tasks_ascending_run(
+    spark: SparkSession, sample: DataFrame
+) -> None:
+    def known(raw: DataFrame) -> bool:
+        found = frames.decoded_counts(dec.decode(raw))
+        return frames.coordinates_unique(frames.source_stats(raw), found.ascending)
+
+    once = sample.coalesce(1)
+    assert known(once)
+    # The same records twice in one task: their offsets stop ascending.
+    assert not known(once.union(once).coalesce(1))
+    # ... and in two tasks, each ascending: one partition's records span both.
+    copies = [once.withColumn("copy", F.lit(i)) for i in (0, 1)]
+    twice = (
+        copies[0]
+        .union(copies[1])
+        .repartitionByRange(2, "copy")
+        .sortWithinPartitions("offset")
+        .drop("copy")
+    )
+    tasks = {(r["first_task"], r["last_task"]) for r in frames.source_stats(twice)}
+    assert tasks == {(0, 1)}
+    assert frames.decoded_counts(dec.decode(twice)).ascending
+    assert not known(twice)

@@ -247,3 +247,11 @@ def test_the_writes_of_several_clusters_are_one_write_per_table_and_kind() -> No
     # Without a restriction on one part, none on the whole.
     open_ended = BatchWriter.combine([tasks[0], dataclasses.replace(tasks[2], prune=())])
     assert open_ended[0].prune == ()
+
+
+def test_a_combined_write_knows_its_key_unique_only_when_every_part_does() -> None:
+    east = pa.table({"x": [1]})
+    known = Write("offset_commits", False, lambda: east, 1, unique_key=True)
+    unknown = Write("offset_commits", False, lambda: east, 1)
+    assert BatchWriter.combine([known, dataclasses.replace(known)])[0].unique_key
+    assert not BatchWriter.combine([known, unknown])[0].unique_key

@@ -8,6 +8,7 @@ the protocol's own per-record decoder on a synthetic log with every kind of reco
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from offsetscope.history.events import Coordinates, event_from_record
@@ -129,3 +130,59 @@ def test_kind_counts_fills_zeros_and_checks_the_sum() -> None:
         kind_counts(6, {"offset_commit": 5})
     with pytest.raises(CountMismatchError, match="unknown kinds"):
         kind_counts(1, {"mystery": 1})
+
+
+def _flags(table: pa.Table, chunk: int) -> list[bool]:
+    return _decoded_in(table, chunk).column("out_of_sequence").to_pylist()
+
+
+def _decoded_in(table: pa.Table, chunk: int) -> pa.Table:
+    # One chunk first, so that the source batches are exactly ``chunk`` rows.
+    batches = table.combine_chunks().to_batches(max_chunksize=chunk)
+    return pa.Table.from_batches(list(decode_arrow(batches)), schema=DECODE_OUTPUT_SCHEMA)
+
+
+def test_a_task_reading_each_partition_in_order_is_in_sequence(source_rows: pa.Table) -> None:
+    # The log directory's partitions one after another, each in offset order.
+    assert not any(_flags(source_rows, 64))
+    # Interleaved partitions keep each one's order too.
+    order = sorted(range(source_rows.num_rows), key=lambda i: source_rows["offset"][i].as_py())
+    assert not any(_flags(source_rows.take(order), 7))
+
+
+@pytest.mark.parametrize("chunk", [5, 64, 100_000])
+def test_a_repeated_record_breaks_the_sequence_from_its_batch_on(
+    source_rows: pa.Table, chunk: int
+) -> None:
+    at = source_rows.num_rows // 2
+    repeated = pa.concat_tables([source_rows.slice(0, at + 1), source_rows.slice(at, None)])
+    flags = _flags(repeated, chunk)
+    assert len(flags) == source_rows.num_rows + 1
+    # Rows of source batches before the one holding the repeat are not flagged; every row
+    # from that batch on is (decode_arrow yields a batch's rows in its own order).
+    first_flagged = (at + 1) // chunk * chunk
+    decoded = _decoded_in(repeated, chunk)
+    offsets_flagged = {
+        (r["topic"], r["partition"], r["offset"])
+        for r in decoded.to_pylist()
+        if r["out_of_sequence"]
+    }
+    tail = repeated.slice(first_flagged).to_pylist()
+    assert offsets_flagged == {(r["topic"], r["partition"], r["offset"]) for r in tail}
+
+
+def test_a_partition_read_backwards_breaks_the_sequence(source_rows: pa.Table) -> None:
+    one = source_rows.filter(
+        pc.and_(
+            pc.equal(source_rows["topic"], "__consumer_offsets"),
+            pc.equal(source_rows["partition"], 0),
+        )
+    )
+    assert one.num_rows > 2
+    backwards = one.take(list(range(one.num_rows - 1, -1, -1)))
+    assert all(_flags(backwards, one.num_rows))
+    # Across batches: each batch ascends, the second starts below where the first ended.
+    halves = pa.concat_tables([one.slice(one.num_rows // 2), one.slice(0, one.num_rows // 2)])
+    flags = _flags(halves, one.num_rows - one.num_rows // 2)
+    assert not any(flags[: one.num_rows - one.num_rows // 2])
+    assert all(flags[one.num_rows - one.num_rows // 2 :])

@@ -290,10 +290,17 @@ class IngestPipeline:
                 decoded.append(part)
                 cluster_in = sum(int(s["records"]) for s in cluster_stats)
                 with b.timings.timed("decode"):
-                    found, plain = frames.decoded_counts(part)
-                cluster_counts = dec.kind_counts(cluster_in, found)
+                    found = frames.decoded_counts(part)
+                cluster_counts = dec.kind_counts(cluster_in, found.by_kind)
                 self._bronze_and_silver(b, own, part, cluster_in, cluster_counts)
-                positions, txn_rows = self._gold(b, part, cluster_counts, plain, cluster_stats)
+                positions, txn_rows = self._gold(
+                    b,
+                    part,
+                    cluster_counts,
+                    found.plain,
+                    cluster_stats,
+                    unique=frames.coordinates_unique(cluster_stats, found.ascending),
+                )
                 if cluster in self.samplers:
                     with b.timings.timed("lag"):
                         lag_inputs = self._lag(b, positions, txn_rows, _read_up_to(cluster_stats))
@@ -402,9 +409,12 @@ class IngestPipeline:
         counts: Mapping[str, int],
         plain_count: int,
         stats: Sequence[Any],
+        *,
+        unique: bool,
     ) -> tuple[Positions, Sequence[OffsetCommitRow]]:
         """The fold step over the batch (``plain_count``: its offset commits outside
-        transactions); returns the lag positions and transactional rows."""
+        transactions; ``unique``: no two of its records share coordinates, which key the
+        plain commits' rows); returns the lag positions and transactional rows."""
         light = []
         if any(counts[k] for k in frames.LIGHT_KINDS) or (
             self.markers_visible and counts["offset_commit"]
@@ -431,6 +441,7 @@ class IngestPipeline:
                     cluster=b.cluster,
                 ),
                 plain_count,
+                unique_key=unique,
             )
         offsets_partitions = (
             sorted({int(s["partition"]) for s in stats if s["topic"] == OFFSETS_TOPIC})

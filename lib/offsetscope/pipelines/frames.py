@@ -1,7 +1,11 @@
 """What a micro-batch's DataFrames give the rest of the batch: Spark SQL over the source and
 decoded rows, with only small results reaching the driver.
 
-* :func:`source_stats` -- per source partition: offset range, record count, timestamps;
+* :func:`source_stats` -- per source partition: offset range, record count, timestamps, the
+  tasks its records are in;
+* :func:`decoded_counts` -- the decoded rows per kind, and whether every task's records
+  ascended; with the stats, :func:`coordinates_unique` says whether the batch's records'
+  coordinates are unique, known without a job over the batch;
 * :func:`bronze_frame` -- source rows as ``raw_records`` rows;
 * :func:`plain_commit_frame` -- the ``offset_commits`` rows of the offset commits outside
   transactions (final as read), appended from the executors;
@@ -18,6 +22,7 @@ decoded rows, with only small results reaching the driver.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -36,33 +41,80 @@ LIGHT_KINDS = ("group_metadata", "consumer_group", "transaction_log", "control")
 _LIGHT = f"kind IN {LIGHT_KINDS} OR (kind = 'offset_commit' AND is_transactional)"
 
 
+_TASK = "__task"
+
+
 def source_stats(raw: DataFrame, *, clustered: bool = False) -> list[Any]:
     """Per source partition (and cluster, when the rows carry one): offsets, record count and
-    timestamps of the batch."""
+    timestamps of the batch, and the first and last task (Spark partition of ``raw``) holding
+    its records."""
     keys = ["topic", "source_topic", "partition"]
     return (
-        raw.groupBy(*keys, *([catalogue.CLUSTER] if clustered else []))
+        raw.withColumn(_TASK, F.spark_partition_id())
+        .groupBy(*keys, *([catalogue.CLUSTER] if clustered else []))
         .agg(
             F.min("offset").alias("first"),
             F.max("offset").alias("last"),
             F.count(F.lit(1)).alias("records"),
             F.max("timestamp").alias("max_ts"),
             F.min("timestamp").alias("min_ts"),
+            F.min(_TASK).alias("first_task"),
+            F.max(_TASK).alias("last_task"),
         )
         .collect()
     )
 
 
-def decoded_counts(decoded: DataFrame) -> tuple[dict[str, int], int]:
-    """Decoded rows per kind, and how many are offset commits outside transactions (one
-    aggregation)."""
+@dataclass(frozen=True, slots=True)
+class DecodedCounts:
+    """What one aggregation over the decoded rows tells the batch."""
+
+    by_kind: dict[str, int]
+    # Offset commits outside transactions.
+    plain: int
+    # No task saw its records' offsets stop ascending (spark.decode: out_of_sequence).
+    ascending: bool
+
+
+def decoded_counts(decoded: DataFrame) -> DecodedCounts:
+    """Decoded rows per kind, how many are offset commits outside transactions, and whether
+    every task's records ascended (one aggregation)."""
     by_kind: dict[str, int] = {}
     plain = 0
-    for r in decoded.groupBy("kind", "is_transactional").count().collect():
+    ascending = True
+    rows = (
+        decoded.groupBy("kind", "is_transactional")
+        .agg(F.count(F.lit(1)).alias("count"), F.max("out_of_sequence").alias("broken"))
+        .collect()
+    )
+    for r in rows:
         by_kind[r["kind"]] = by_kind.get(r["kind"], 0) + int(r["count"])
         if r["kind"] == "offset_commit" and not r["is_transactional"]:
             plain += int(r["count"])
-    return by_kind, plain
+        ascending = ascending and not r["broken"]
+    return DecodedCounts(by_kind, plain, ascending)
+
+
+def coordinates_unique(stats: Iterable[Any], ascending: bool) -> bool:
+    """Whether no two of a batch's records share a topic, partition and offset, known from
+    what the batch computed anyway: every task's records ascended within each topic partition
+    (:func:`decoded_counts`), and each topic partition's records -- whichever source topic
+    they came from -- are in one task (:func:`source_stats` of the same rows). Then the
+    repeats a uniqueness check over the records' coordinates looks for cannot exist; when
+    either fails, nothing is known and the check runs as usual. ``stats`` are one cluster's:
+    coordinates are unique within a cluster."""
+    if not ascending:
+        return False
+    task_of: dict[tuple[str, int], int] = {}
+    for s in stats:
+        if s["topic"] is None or s["partition"] is None or s["first_task"] is None:
+            continue  # rows without coordinates key nothing
+        if s["first_task"] != s["last_task"]:
+            return False
+        tp = (s["topic"], int(s["partition"]))
+        if task_of.setdefault(tp, int(s["first_task"])) != int(s["first_task"]):
+            return False
+    return True
 
 
 def bronze_frame(raw: DataFrame, batch_id: int, ingested_at_ms: int, cluster: str) -> DataFrame:
@@ -161,7 +213,7 @@ def commit_candidates(
 
 def light_events(decoded: DataFrame) -> list[Event]:
     """The batch's light events, collected as Arrow and turned into history events."""
-    table = decoded.where(_LIGHT).drop("raw_key", "raw_value").toArrow()
+    table = decoded.where(_LIGHT).drop(*catalogue.DECODE_EXTRA_NAMES).toArrow()
     return [e for row in table.to_pylist() if (e := event_from_decoded(row)) is not None]
 
 
@@ -181,7 +233,7 @@ def window_commits(decoded: DataFrame, windows: set[Window]) -> list[OffsetCommi
         & (F.col("offset") > F.col("k_lo"))
         & (F.col("k_hi").isNull() | (F.col("offset") < F.col("k_hi"))),
     )
-    columns = [c for c in decoded.columns if c not in ("raw_key", "raw_value")]
+    columns = [c for c in decoded.columns if c not in catalogue.DECODE_EXTRA_NAMES]
     # A record inside several windows of its key arrives once per window.
     plain = plain.select(*columns).dropDuplicates(["partition", "offset"])
     out: list[OffsetCommitEvent] = []

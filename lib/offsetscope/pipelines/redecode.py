@@ -373,7 +373,7 @@ def _refold(
     )
     rows = (
         decoded.where(mine | markers)
-        .drop("raw_key", "raw_value")
+        .drop(*catalogue.DECODE_EXTRA_NAMES)
         .withColumn("_owner", owner)
         .toArrow()
         .to_pylist()

@@ -68,7 +68,9 @@ class Write:
     ``source`` is a DataFrame of the batch, gated in the executors, or driver rows as a
     :data:`RowsSource`: the gate checks those without a Spark job, and they become a DataFrame
     in the session that writes them. ``rows`` None: the rows of an appended DataFrame are
-    computed in the executors and counted by the append that writes them.
+    computed in the executors and counted by the append that writes them. ``unique_key``:
+    the producer knows that no two rows share the table's key, so the gate's key uniqueness
+    check runs no job over the rows.
     """
 
     logical: str
@@ -76,6 +78,7 @@ class Write:
     source: DataFrame | RowsSource
     rows: int | None
     prune: tuple[str, ...] = ()
+    unique_key: bool = False
 
 
 @dataclass(slots=True)
@@ -129,12 +132,18 @@ class BatchWriter:
 
     @staticmethod
     def append(
-        tasks: list[Write], logical: str, source: DataFrame | RowsSource, rows: int | None
+        tasks: list[Write],
+        logical: str,
+        source: DataFrame | RowsSource,
+        rows: int | None,
+        *,
+        unique_key: bool = False,
     ) -> None:
-        """Queue an idempotent append (``rows`` None: a DataFrame's, counted as it is written)."""
+        """Queue an idempotent append (``rows`` None: a DataFrame's, counted as it is written;
+        ``unique_key``: see :class:`Write`)."""
         if rows is None and not isinstance(source, DataFrame):
             raise TypeError(f"{logical}: rows from the driver are counted when queued")
-        tasks.append(Write(logical, False, source, rows))
+        tasks.append(Write(logical, False, source, rows, unique_key=unique_key))
 
     @staticmethod
     def merge_rows(
@@ -204,7 +213,10 @@ class BatchWriter:
                 prune = (" OR ".join(f"({' AND '.join(p.prune)})" for p in parts),)
             counts = [p.rows for p in parts]
             total = None if None in counts else sum(n for n in counts if n is not None)
-            out.append(Write(logical, merge, source, total, prune))
+            # The parts are the clusters' and every key holds its cluster: the union's keys
+            # are unique when each part's are.
+            unique_key = all(p.unique_key for p in parts)
+            out.append(Write(logical, merge, source, total, prune, unique_key))
         return out
 
     # ------------------------------------------------------------------ running
@@ -290,10 +302,13 @@ class BatchWriter:
                             batch_id,
                             settings=self.cfg.quality,
                             clock=self.clock,
+                            unique=self._known_unique(task),
                         )
                     frame = observed.good
                 elif gated:
-                    checked = self._gate_frame(spark, batch_id, frame, task.logical, timings)
+                    checked = self._gate_frame(
+                        spark, batch_id, frame, task.logical, timings, self._known_unique(task)
+                    )
                     results.append(checked.result)
                     gate_passed()
                     frame = checked.good
@@ -373,15 +388,32 @@ class BatchWriter:
             results.append(result)
             return good
 
+    @staticmethod
+    def _known_unique(task: Write) -> tuple[str, ...]:
+        """The columns the gate may take as unique in ``task``'s rows: the table's key, when
+        the producer knows it is."""
+        return catalogue.spec(task.logical).key if task.unique_key else ()
+
     def _gate_frame(
-        self, spark: SparkSession, batch_id: int, frame: DataFrame, logical: str, timings: Timings
+        self,
+        spark: SparkSession,
+        batch_id: int,
+        frame: DataFrame,
+        logical: str,
+        timings: Timings,
+        unique: Sequence[str] = (),
     ) -> expressions.Gated:
         """The table's suite on a batch that stays in Spark (:func:`offsetscope.quality.
         expressions.validate_frame`): failing rows to ``quality_quarantine``; the rows to write
         are the result's ``good`` (release it once they are written)."""
         with timings.timed(f"quality {logical}"):
             checked = expressions.validate_frame(
-                frame, logical, batch_id, settings=self.cfg.quality, clock=self.clock
+                frame,
+                logical,
+                batch_id,
+                settings=self.cfg.quality,
+                clock=self.clock,
+                unique=unique,
             )
             self._quarantine(spark, checked.result, lambda _: checked.failed)
             return checked

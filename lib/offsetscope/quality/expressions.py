@@ -12,8 +12,11 @@ write counts rows and failed rows only; the count per check, when some row faile
 the failed rows afterwards.
 A uniqueness check names its rows with a window over the batch, which sorts it; a hash
 aggregation first (:func:`repeats`) finds whether any key repeats at all, and the window runs
-only when one does -- a batch whose keys are unique by construction skips the sort. That
-aggregation is still a job that reads the batch again: a batch computed in Python in the
+only when one does -- a batch whose keys are unique by construction skips the sort. A producer
+that knows its rows' key columns cannot repeat says so (``unique``: the plain offset commits,
+keyed by their records' coordinates, when the batch's tasks read them in ascending order:
+:func:`offsetscope.pipelines.frames.coordinates_unique`), and the check then runs no job at
+all. Otherwise that aggregation is still a job that reads the batch again: a batch computed in Python in the
 executors (``partition_lag``'s rows, :mod:`offsetscope.pipelines.lag`) would be computed twice.
 Such a producer can mark the repeats itself, where it builds the rows, in a column the check
 reads instead (:func:`mark_column`; :func:`offsetscope.quality.arrow.broken` decides them, so
@@ -158,18 +161,24 @@ def drop_marks(df: DataFrame) -> DataFrame:
     return df.drop(*[c for c in df.columns if c.startswith(_MARK_PREFIX)])
 
 
-def annotate(df: DataFrame, checks: Sequence[suites.Check]) -> DataFrame:
+def annotate(
+    df: DataFrame, checks: Sequence[suites.Check], unique: Sequence[str] = ()
+) -> DataFrame:
     """``df`` plus ``failed_expectations``: the names of the checks each row breaks (empty
     for a row that passes), in the suite's order; without the producer's marks.
 
-    A uniqueness check whose :func:`mark_column` the batch carries reads it; any other finds
-    its repeats with a job over the batch (:func:`repeats`) and names them with a window.
+    A uniqueness check whose :func:`mark_column` the batch carries reads it; one over every
+    column of ``unique`` (columns the producer knows no two rows share) or more finds no
+    repeats and runs no job; any other finds its repeats with a job over the batch
+    (:func:`repeats`) and names them with a window.
     """
     timestamps = timestamp_columns(df.schema)
 
     def breaks(c: suites.Check) -> Column:
         if c.expectation in _UNIQUE and mark_column(c) in df.columns:
             return F.col(f"`{mark_column(c)}`")
+        if c.expectation in _UNIQUE and unique and set(unique) <= set(c.columns):
+            return broken(c, timestamps, repeats=False)
         return broken(c, timestamps, repeats=c.expectation not in _UNIQUE or repeats(df, c))
 
     names = F.array(*[F.when(breaks(c), F.lit(c.name)) for c in checks])
@@ -200,18 +209,19 @@ def validate_frame(
     *,
     settings: QualityConfig | None = None,
     clock: Clock | None = None,
+    unique: Sequence[str] = (),
 ) -> Gated:
     """Validate a batch of ``table`` with its suite, in the executors; split good from failed.
 
     One aggregation brings the counts to the driver; ``good`` is every row no check named (all
     rows when ``quarantine_failed_rows`` is off), ``failed`` the named rows plus
-    ``failed_expectations``.
+    ``failed_expectations``. ``unique``: see :func:`annotate`.
 
     Raises:
         KeyError: ``table`` has no suite.
     """
     settings, started, now, checks = start(table, df.columns, settings, clock)
-    annotated = annotate(df, checks).persist()
+    annotated = annotate(df, checks, unique).persist()
     counts = annotated.agg(*_counters(checks)).first()
     if counts is None:  # an aggregation without grouping returns one row, even on no rows
         raise RuntimeError(f"no counts for the {table} gate")
@@ -269,12 +279,14 @@ def observe_frame(
     *,
     settings: QualityConfig | None = None,
     clock: Clock | None = None,
+    unique: Sequence[str] = (),
 ) -> Observed:
     """Validate a batch of ``table`` in the pass that writes it: the counts
     :func:`validate_frame` aggregates in a job of their own are a Spark ``Observation`` of the
     write instead (the totals; the count per check after it, from the failed rows, when there
     are any), so the batch is read once rather than annotated, persisted and counted first.
-    Only a uniqueness check still costs a job before the write (:func:`repeats`).
+    Only a uniqueness check still costs a job before the write (:func:`repeats`), unless
+    ``unique`` says its columns cannot repeat (:func:`annotate`).
 
     The write must run: a write skipped as a replay never reports the counts, so only a batch
     that cannot be a replay (``offsetscope.spark.writes``, fresh) takes this path. Failing rows
@@ -285,7 +297,7 @@ def observe_frame(
     """
     settings, started, now, checks = start(table, df.columns, settings, clock)
     observation = Observation()
-    annotated = annotate(df, checks)
+    annotated = annotate(df, checks, unique)
     # Only the totals: an observation's aggregates are evaluated row by row, each costing the
     # write about as much as the two totals together (docs/benchmarks.md, "Measurements behind
     # design choices"), and the usual batch fails no check.

@@ -3,7 +3,9 @@
 ``decode(df)`` is a single ``mapInArrow`` over the source rows (``SOURCE_SCHEMA``): each Arrow
 batch the source delivers is decoded column-wise where it can be (offset commits) and per
 record otherwise, and comes back as one row per input row of :data:`DECODE_OUTPUT_SCHEMA` --
-``DECODED_SCHEMA`` plus the raw key and value bytes of the rows that go to quarantine. The
+``DECODED_SCHEMA`` plus the raw key and value bytes of the rows that go to quarantine, and
+``out_of_sequence``: whether the task's records had stopped arriving in ascending offsets per
+topic partition (what lets a batch's coordinates be known unique without a job over it). The
 Spark schema is derived from that Arrow schema (``from_arrow_schema``), never written here.
 
 Rows the source could not frame (``source_error`` set: a CRC mismatch, an undecodable batch, an
@@ -67,28 +69,86 @@ def decoded_spark_schema() -> StructType:
 
 
 def decode_arrow(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The ``mapInArrow`` function: source batches -> decoded batches (same number of rows)."""
+    """The ``mapInArrow`` function: source batches -> decoded batches (same number of rows).
+
+    Every row also says whether the task's records had stopped ascending by the end of its
+    source batch (``out_of_sequence``, :class:`_Sequence`).
+    """
+    sequence = _Sequence()
     for batch in batches:
         if batch.num_rows == 0:
             continue
+        broken = sequence.see(batch)
         errors = batch.column("source_error").is_valid()
         if pc.any(errors).as_py():
-            yield _source_errors(batch.filter(errors))
+            yield _source_errors(batch.filter(errors), broken)
             batch = batch.filter(pc.invert(errors))
             if batch.num_rows == 0:
                 continue
         raw = batch.select(_RAW_NAMES)
         for out in decode_batch(raw):
-            yield _with_raw_bytes(out, raw)
+            yield _with_raw_bytes(out, raw, broken)
 
 
-def _with_raw_bytes(out: pa.RecordBatch, raw: pa.RecordBatch) -> pa.RecordBatch:
-    """Append the raw key/value of quarantined and unknown rows (null for every other row)."""
+class _Sequence:
+    """Whether one task's records have come so far in strictly ascending offsets within each
+    topic partition, as every source delivers a partition's records.
+
+    While they have, no two of the task's records share a topic, partition and offset; a batch
+    whose every topic partition is read by one task then has unique coordinates with no job
+    to find repeats (:func:`offsetscope.pipelines.frames.coordinates_unique`). Once broken --
+    a repeat, or a source that reorders -- every later row says so, and the batch's uniqueness
+    is checked the ordinary way. Only the last offset of each topic partition is kept.
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[str, int], int] = {}
+        self.broken = False
+
+    def see(self, batch: pa.RecordBatch) -> bool:
+        """Take the next source batch; whether the sequence is broken after it."""
+        if self.broken:
+            return True
+        known = pc.and_(
+            pc.and_(batch.column("topic").is_valid(), batch.column("partition").is_valid()),
+            batch.column("offset").is_valid(),
+        )
+        rows = batch.filter(known)
+        if rows.num_rows == 0:
+            return False
+        topics = pc.dictionary_encode(rows.column("topic"))
+        codes = topics.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        partitions = rows.column("partition").to_numpy(zero_copy_only=False).astype(np.int64)
+        offsets = rows.column("offset").to_numpy(zero_copy_only=False).astype(np.int64)
+        # One key per topic partition; a stable sort keeps each one's records in their order.
+        keys = (codes << 32) | (partitions & 0xFFFFFFFF)
+        order = np.argsort(keys, kind="stable")
+        keys, offsets = keys[order], offsets[order]
+        same = keys[1:] == keys[:-1]
+        if np.any(offsets[1:][same] <= offsets[:-1][same]):
+            self.broken = True
+            return True
+        starts = np.concatenate(([0], np.flatnonzero(~same) + 1))
+        ends = np.concatenate((starts[1:], [len(keys)])) - 1
+        names = topics.dictionary.to_pylist()
+        for first, last in zip(starts.tolist(), ends.tolist(), strict=True):
+            tp = (names[int(keys[first]) >> 32], int(keys[first]) & 0xFFFFFFFF)
+            before = self._last.get(tp)
+            if before is not None and offsets[first] <= before:
+                self.broken = True
+                return True
+            self._last[tp] = int(offsets[last])
+        return False
+
+
+def _with_raw_bytes(out: pa.RecordBatch, raw: pa.RecordBatch, broken: bool) -> pa.RecordBatch:
+    """Append the raw key/value of quarantined and unknown rows (null for every other row), and
+    ``out_of_sequence``."""
     kinds = out.column("kind")
     bad = pc.is_in(kinds, pa.array([ERROR, UNKNOWN]))
     n = out.num_rows
     if not pc.any(bad).as_py():
-        return _extend(out, pa.nulls(n, pa.binary()), pa.nulls(n, pa.binary()))
+        return _extend(out, pa.nulls(n, pa.binary()), pa.nulls(n, pa.binary()), broken)
     rows = np.flatnonzero(bad.to_numpy(zero_copy_only=False))
     wanted = out.select(_JOIN_KEYS).take(pa.array(rows))
     wanted = pa.Table.from_batches([wanted]).append_column("row", pa.array(rows, pa.int64()))
@@ -104,14 +164,15 @@ def _with_raw_bytes(out: pa.RecordBatch, raw: pa.RecordBatch) -> pa.RecordBatch:
     ):
         keys[row] = key
         values[row] = value
-    return _extend(out, pa.array(keys, pa.binary()), pa.array(values, pa.binary()))
+    return _extend(out, pa.array(keys, pa.binary()), pa.array(values, pa.binary()), broken)
 
 
-def _extend(out: pa.RecordBatch, key: pa.Array, value: pa.Array) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays([*out.columns, key, value], schema=DECODE_OUTPUT_SCHEMA)
+def _extend(out: pa.RecordBatch, key: pa.Array, value: pa.Array, broken: bool) -> pa.RecordBatch:
+    flag = pa.array(np.full(out.num_rows, broken), pa.bool_())
+    return pa.RecordBatch.from_arrays([*out.columns, key, value, flag], schema=DECODE_OUTPUT_SCHEMA)
 
 
-def _source_errors(batch: pa.RecordBatch) -> pa.RecordBatch:
+def _source_errors(batch: pa.RecordBatch, broken: bool) -> pa.RecordBatch:
     """Rows the source could not frame, as ``error`` rows carrying the bytes it kept."""
     rows = []
     for r in batch.to_pylist():
@@ -127,6 +188,7 @@ def _source_errors(batch: pa.RecordBatch) -> pa.RecordBatch:
             },
             raw_key=r["key"],
             raw_value=r["value"],
+            out_of_sequence=broken,
         )
         rows.append(row)
     return pa.RecordBatch.from_pylist(rows, schema=DECODE_OUTPUT_SCHEMA)

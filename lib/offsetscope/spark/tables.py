@@ -31,7 +31,9 @@ when an existing table lacks any other declared column.
 Delta properties: change data feed on history tables (as ``history.tables`` declares) and on
 the fold state, ``delta.appendOnly`` on bronze, audit and append-mode gold tables (the silver
 tables are appended to by the ingest query only, but ``offsetscope redecode`` replaces their
-rows), and the log / deleted-file retention from ``[pipeline]``.
+rows), the log / deleted-file retention from ``[pipeline]``, and a checkpoint interval of its
+own for each table the ingest query writes (``CHECKPOINT_INTERVALS``: distinct primes, so that
+the tables a batch writes do not all write their Delta checkpoints in the same batch).
 """
 
 from __future__ import annotations
@@ -134,6 +136,12 @@ class TableSpec:
     def column_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
 
+    @property
+    def current_columns(self) -> tuple[ColumnSpec, ...]:
+        """The columns a reader of the key's current row sees: all but the version column of
+        a log of versions."""
+        return tuple(c for c in self.columns if c.name != self.version_column)
+
     def column(self, name: str) -> ColumnSpec:
         for c in self.columns:
             if c.name == name:
@@ -161,7 +169,54 @@ class TableSpec:
         }
         if self.change_data_feed:
             props["delta.enableChangeDataFeed"] = "true"
+        if (interval := CHECKPOINT_INTERVALS.get(self.logical)) is not None:
+            props["delta.checkpointInterval"] = str(interval)
         return props
+
+
+def _primes(start: int) -> Iterator[int]:
+    n = start
+    while True:
+        if n > 1 and all(n % d for d in range(2, int(n**0.5) + 1)):
+            yield n
+        n += 1
+
+
+# Delta writes a table's checkpoint in the commit whose version is a multiple of
+# delta.checkpointInterval (10 by default), in the writer's thread. The tables a micro-batch
+# writes advance together, a version each a batch, so with one interval they all checkpoint in
+# the same batch, which then takes about twice as long (docs/benchmarks.md,
+# freshness_trigger_5s). Each table the ingest query writes gets a prime of its own instead:
+# two checkpoint in the same batch once every product of their intervals (143 batches at the
+# least), three practically never. Hottest first -- the tables every batch writes and reads --
+# so that the smallest intervals, whose readers replay the fewest commits after a checkpoint,
+# go where reads are most frequent.
+_CHECKPOINT_ORDER = (
+    "fold_state",
+    "batch_audit",
+    "groups_current",
+    "offset_commits",
+    "raw_records",
+    "partition_lag",
+    "end_offsets",
+    "quality_results",
+    "group_metadata_events",
+    "group_generations",
+    "group_state_transitions",
+    "member_sessions",
+    "partition_assignments",
+    "consumer_group_events",
+    "quality_quarantine",
+    "quarantine",
+    "transaction_log_events",
+    "transactions",
+    "transaction_status_timeline",
+    "control_records",
+    "stuck_partitions",
+    "streams_assignments",
+    "share_partition_state",
+)
+CHECKPOINT_INTERVALS: Mapping[str, int] = dict(zip(_CHECKPOINT_ORDER, _primes(11), strict=False))
 
 
 # Group ids and transactional ids are unique within a cluster only: every table that holds
@@ -300,8 +355,14 @@ RAW_RECORDS = _with_cluster(
 # ----------------------------------------------------------------------------- silver
 
 # The decoded frame (spark.decode.DECODE_OUTPUT_SCHEMA) = DECODED_SCHEMA + raw bytes of the
-# rows that go to quarantine.
-DECODE_EXTRA = (pa.field("raw_key", pa.binary()), pa.field("raw_value", pa.binary()))
+# rows that go to quarantine + whether the decode's task saw its records' offsets stop
+# ascending (spark.decode.decode_arrow; what pipelines.frames.coordinates_unique reads).
+DECODE_EXTRA = (
+    pa.field("raw_key", pa.binary()),
+    pa.field("raw_value", pa.binary()),
+    pa.field("out_of_sequence", pa.bool_(), nullable=False),
+)
+DECODE_EXTRA_NAMES = tuple(f.name for f in DECODE_EXTRA)
 
 _COORDINATES = (
     ColumnSpec("internal_topic", "string", False, source="`topic`", comment="internal topic"),
@@ -695,7 +756,7 @@ def current_sql(cfg: Config, logical: str) -> str:
     name = table_name(cfg, logical)
     if table.version_column is None:
         return name
-    columns = ", ".join(_quote(c) for c in table.column_names if c != table.version_column)
+    columns = ", ".join(_quote(c.name) for c in table.current_columns)
     key = ", ".join(_quote(c) for c in table.key)
     return (
         f"(SELECT {columns} FROM (SELECT *, row_number() OVER (PARTITION BY {key} "
@@ -771,15 +832,9 @@ class ViewSpec:
 
 GROUPS_CURRENT_VIEW = ViewSpec(
     "groups_current",
-    tuple(
-        (c.name, c.comment)
-        for c in GROUPS_CURRENT.columns
-        if c.name != GROUPS_CURRENT.version_column
-    ),
+    tuple((c.name, c.comment) for c in GROUPS_CURRENT.current_columns),
     "SELECT "
-    + ", ".join(
-        _quote(c) for c in GROUPS_CURRENT.column_names if c != GROUPS_CURRENT.version_column
-    )
+    + ", ".join(_quote(c.name) for c in GROUPS_CURRENT.current_columns)
     + " FROM {groups_current}",
     "One row per group: its state now (the latest row of groups_current_log); offsetscope's "
     "own groups are labelled.",
