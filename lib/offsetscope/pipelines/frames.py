@@ -107,7 +107,7 @@ def coordinates_unique(stats: Iterable[Any], ascending: bool) -> bool:
         return False
     task_of: dict[tuple[str, int], int] = {}
     for s in stats:
-        if s["topic"] is None or s["partition"] is None or s["first_task"] is None:
+        if s["topic"] is None or s["partition"] is None:
             continue  # rows without coordinates key nothing
         if s["first_task"] != s["last_task"]:
             return False

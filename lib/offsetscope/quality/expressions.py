@@ -16,8 +16,9 @@ only when one does -- a batch whose keys are unique by construction skips the so
 that knows its rows' key columns cannot repeat says so (``unique``: the plain offset commits,
 keyed by their records' coordinates, when the batch's tasks read them in ascending order:
 :func:`offsetscope.pipelines.frames.coordinates_unique`), and the check then runs no job at
-all. Otherwise that aggregation is still a job that reads the batch again: a batch computed in Python in the
-executors (``partition_lag``'s rows, :mod:`offsetscope.pipelines.lag`) would be computed twice.
+all. Otherwise that aggregation is still a job that reads the batch again: a batch computed in
+Python in the executors (``partition_lag``'s rows, :mod:`offsetscope.pipelines.lag`) would be
+computed twice.
 Such a producer can mark the repeats itself, where it builds the rows, in a column the check
 reads instead (:func:`mark_column`; :func:`offsetscope.quality.arrow.broken` decides them, so
 the semantics stay great-expectations'); the gate drops the marks, and :func:`drop_marks`
