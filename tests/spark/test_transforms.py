@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import random
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from pyspark.sql.types import (
 )
 
 from offsetscope import config
-from offsetscope.history.commits import COLUMNS, COMMIT_SCHEMA, summarize
+from offsetscope.history.commits import COLUMNS, COMMIT_SCHEMA, candidates, summarize
 from offsetscope.history.events import Coordinates, OffsetCommitEvent, event_from_record
 from offsetscope.history.offsets import plain_row
 from offsetscope.pipelines import frames
@@ -79,6 +80,25 @@ def _commit(group: str, partition: int, offset: int | None, at: int) -> tuple[by
     return encode_record(
         make_record(
             OFFSETS, 1, {"group": group, "topic": "orders", "partition": partition}, value, 3
+        )
+    )
+
+
+def _commit_v4(
+    group: str, partition: int, offset: int | None, at: int, topic_id: uuid.UUID
+) -> tuple[bytes, bytes | None]:
+    value = None
+    if offset is not None:
+        value = {
+            "offset": offset,
+            "leaderEpoch": 3,
+            "metadata": "m",
+            "commitTimestamp": at,
+            "topicId": topic_id,
+        }
+    return encode_record(
+        make_record(
+            OFFSETS, 1, {"group": group, "topic": "orders", "partition": partition}, value, 4
         )
     )
 
@@ -452,7 +472,11 @@ def test_commit_candidates_summarize_as_all_the_commits(spark: SparkSession) -> 
         group = f"g{rng.randrange(12)}"
         committed = None if rng.random() < 0.1 else rng.randrange(1_000)
         at = T0 + rng.randrange(50) * 1_000  # many equal times: the record offset decides
-        key, value = _commit(group, rng.randrange(4), committed, at)
+        if rng.random() < 0.3:  # v4, with the topic's id: its first commit is a pick
+            topic_id = uuid.UUID(int=rng.randrange(3) + 1)
+            key, value = _commit_v4(group, rng.randrange(4), committed, at, topic_id)
+        else:
+            key, value = _commit(group, rng.randrange(4), committed, at)
         rows.append(
             {"topic": OFFSETS, "partition": 2, "offset": offset, "timestamp": at}
             | {"key": key, "value": value}
@@ -460,16 +484,26 @@ def test_commit_candidates_summarize_as_all_the_commits(spark: SparkSession) -> 
     decoded = dec.decode(_source(spark, rows).repartition(5))
     tombstones = {"g3": 200, "g7": 599}
 
-    picked = frames.commit_candidates(decoded, read_committed_source=False, tombstones=tombstones)
     every = frames.plain_commit_frame(decoded, read_committed_source=False)
     whole = every.select(*[f"`{c}`" for c in COLUMNS]).toArrow()
 
-    assert picked.num_rows < whole.num_rows / 4
-    summary, positions = summarize(picked, tombstones)
-    want_summary, want_positions = summarize(whole, tombstones)
-    assert summary == want_summary
-    assert sorted(positions, key=repr) == sorted(want_positions, key=repr)
+    for deleted in (tombstones, {}):
+        picked = frames.commit_candidates(decoded, read_committed_source=False, tombstones=deleted)
+        # The rows the pure picks keep of all the commits, whole, each once.
+        assert picked.num_rows < whole.num_rows / 4
+        assert sorted(picked.to_pylist(), key=_record) == sorted(
+            candidates(whole, deleted).to_pylist(), key=_record
+        )
+        summary, positions = summarize(picked, deleted)
+        want_summary, want_positions = summarize(whole, deleted)
+        assert summary == want_summary
+        assert sorted(positions, key=repr) == sorted(want_positions, key=repr)
     assert len(want_positions) > 40
+    assert 0 < sum(r is not None for r in whole["topic_id"].to_pylist()) < whole.num_rows
+
+
+def _record(row: dict[str, Any]) -> tuple[int, int]:
+    return row["record_partition"], row["record_offset"]
 
 
 def test_kafka_source_commits_are_resolved_by_the_read_committed_source(
