@@ -73,32 +73,22 @@ def _source(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
     return df
 
 
-def _commit(group: str, partition: int, offset: int | None, at: int) -> tuple[bytes, bytes | None]:
-    value = None
+def _commit(
+    group: str, partition: int, offset: int | None, at: int, topic_id: uuid.UUID | None = None
+) -> tuple[bytes, bytes | None]:
+    """An offset commit record: value v3, or v4 carrying ``topic_id``."""
+    value: dict[str, Any] | None = None
     if offset is not None:
         value = {"offset": offset, "leaderEpoch": 3, "metadata": "m", "commitTimestamp": at}
+        if topic_id is not None:
+            value["topicId"] = topic_id
     return encode_record(
         make_record(
-            OFFSETS, 1, {"group": group, "topic": "orders", "partition": partition}, value, 3
-        )
-    )
-
-
-def _commit_v4(
-    group: str, partition: int, offset: int | None, at: int, topic_id: uuid.UUID
-) -> tuple[bytes, bytes | None]:
-    value = None
-    if offset is not None:
-        value = {
-            "offset": offset,
-            "leaderEpoch": 3,
-            "metadata": "m",
-            "commitTimestamp": at,
-            "topicId": topic_id,
-        }
-    return encode_record(
-        make_record(
-            OFFSETS, 1, {"group": group, "topic": "orders", "partition": partition}, value, 4
+            OFFSETS,
+            1,
+            {"group": group, "topic": "orders", "partition": partition},
+            value,
+            3 if topic_id is None else 4,
         )
     )
 
@@ -472,11 +462,9 @@ def test_commit_candidates_summarize_as_all_the_commits(spark: SparkSession) -> 
         group = f"g{rng.randrange(12)}"
         committed = None if rng.random() < 0.1 else rng.randrange(1_000)
         at = T0 + rng.randrange(50) * 1_000  # many equal times: the record offset decides
-        if rng.random() < 0.3:  # v4, with the topic's id: its first commit is a pick
-            topic_id = uuid.UUID(int=rng.randrange(3) + 1)
-            key, value = _commit_v4(group, rng.randrange(4), committed, at, topic_id)
-        else:
-            key, value = _commit(group, rng.randrange(4), committed, at)
+        # Some v4, with the topic's id: its first commit is a pick.
+        topic_id = uuid.UUID(int=rng.randrange(3) + 1) if rng.random() < 0.3 else None
+        key, value = _commit(group, rng.randrange(4), committed, at, topic_id)
         rows.append(
             {"topic": OFFSETS, "partition": 2, "offset": offset, "timestamp": at}
             | {"key": key, "value": value}

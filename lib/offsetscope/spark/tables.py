@@ -188,9 +188,9 @@ def _primes(start: int) -> Iterator[int]:
 # the same batch, which then takes about twice as long (docs/benchmarks.md,
 # freshness_trigger_5s). Each table the ingest query writes gets a prime of its own instead:
 # two checkpoint in the same batch once every product of their intervals (143 batches at the
-# least), three once every product of three (first in batch 11 x 13 x 17). Hottest first -- the tables every batch writes and reads --
-# so that the smallest intervals, whose readers replay the fewest commits after a checkpoint,
-# go where reads are most frequent.
+# least), three once every product of three (first in batch 11 x 13 x 17). Hottest first --
+# the tables every batch writes and reads -- so that the smallest intervals, whose readers
+# replay the fewest commits after a checkpoint, go where reads are most frequent.
 _CHECKPOINT_ORDER = (
     "fold_state",
     "batch_audit",
