@@ -1,7 +1,8 @@
 """A driver killed inside CREATE TABLE (found by ``make chaos``): Delta had committed version 0
 to the managed location, the metastore had not registered the table yet, and every restart
 failed with DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION. ``ensure_tables`` now removes such a
-location when it holds nothing but that first commit, and leaves anything with data alone."""
+location when it holds nothing but that first commit, and leaves anything with data alone; so
+does the quality tables' ``ensure``."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 from offsetscope import config
+from offsetscope.quality import tables as qtables
 from offsetscope.spark import tables as catalogue
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming]
@@ -54,5 +56,30 @@ def test_a_create_table_interrupted_before_registration_does_not_block_a_restart
         with pytest.raises(AnalysisException, match="NON_EMPTY_LOCATION"):
             catalogue.ensure_tables(spark, cfg, [TABLE])
         assert (location / "part-00000.parquet").exists()
+    finally:
+        spark.sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def test_a_quality_table_create_interrupted_before_registration_does_not_block_a_restart(
+    spark: SparkSession, offsetscope_config: config.Config, tmp_path: Path
+) -> None:
+    """The quality tables are created by the first batch that records results, so a kill can
+    land inside their CREATE TABLE too (found by ``make chaos``: quality_quarantine)."""
+    schema = f"t_restart_q_{uuid.uuid4().hex[:8]}"
+    cfg = dataclasses.replace(
+        offsetscope_config, storage=dataclasses.replace(offsetscope_config.storage, schema=schema)
+    )
+    spec = qtables.QUALITY_QUARANTINE
+    try:
+        qualified = qtables.ensure(spark, cfg, [spec])[spec.logical]
+        uri = spark.catalog.getDatabase(cfg.storage.schema).locationUri
+        location = Path(urlparse(uri).path) / getattr(cfg.tables, spec.logical).lower()
+        shutil.copytree(location, tmp_path / "kept")
+        spark.sql(f"DROP TABLE {qualified}")
+        shutil.copytree(tmp_path / "kept", location)
+        assert {p.name for p in (location / "_delta_log").glob("*.json")} == {f"{0:020d}.json"}
+
+        qtables.ensure(spark, cfg, [spec])
+        assert spark.table(qualified).count() == 0
     finally:
         spark.sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")

@@ -120,7 +120,9 @@ def ensure(spark: SparkSession, cfg: Config, specs: Iterable[TableSpec]) -> dict
     """Create the schema and ``specs`` if missing (idempotent); logical -> qualified name.
 
     An existing table is brought up to its declaration as the catalogue's own tables are
-    (:func:`offsetscope.spark.tables.migrate`: comments, added nullable columns).
+    (:func:`offsetscope.spark.tables.migrate`: comments, added nullable columns); what a
+    CREATE TABLE killed half-way left is cleared first, as for those
+    (:func:`offsetscope.spark.tables.clear_interrupted_create`).
     """
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS {catalogue.schema_name(cfg)}")
     existing = {
@@ -133,6 +135,8 @@ def ensure(spark: SparkSession, cfg: Config, specs: Iterable[TableSpec]) -> dict
         if getattr(cfg.tables, spec.logical).lower() in existing:
             catalogue.migrate(spark, cfg, spec, qualified)
         else:
+            # Created lazily, by the first batch that records results: a kill can land inside.
+            catalogue.clear_interrupted_create(spark, cfg, getattr(cfg.tables, spec.logical))
             spark.sql(create_sql(cfg, spec))
         out[spec.logical] = qualified
     return out

@@ -1162,7 +1162,7 @@ def ensure_tables(
             existing.add(physical_name(cfg, name).lower())
             migrate(spark, cfg, table, qualified)
         else:
-            _clear_interrupted_create(spark, cfg, name)
+            clear_interrupted_create(spark, cfg, physical_name(cfg, name))
             spark.sql(create_table_sql(cfg, table))
         out[name] = qualified
     if logical is None:
@@ -1604,8 +1604,9 @@ def _table_comment(spark: SparkSession, cfg: Config, logical: str) -> str:
 _FIRST_COMMIT = f"{0:020d}.json"
 
 
-def _clear_interrupted_create(spark: SparkSession, cfg: Config, logical: str) -> None:
-    """Remove what a CREATE TABLE killed half-way left at a managed table's local location.
+def clear_interrupted_create(spark: SparkSession, cfg: Config, physical: str) -> None:
+    """Remove what a CREATE TABLE killed half-way left at the local location of the managed
+    table ``physical`` (its configured, unqualified name) in the configured schema.
 
     Delta commits version 0 (``CREATE TABLE``) to the location, then the metastore registers
     the table; a driver killed in between leaves a location the next CREATE TABLE refuses
@@ -1620,7 +1621,7 @@ def _clear_interrupted_create(spark: SparkSession, cfg: Config, logical: str) ->
     parsed = urlparse(uri)
     if parsed.scheme not in ("file", ""):
         return
-    location = Path(unquote(parsed.path)) / physical_name(cfg, logical).lower()
+    location = Path(unquote(parsed.path)) / physical.lower()
     if not location.is_dir():
         return
     entries = {p.name for p in location.iterdir()}

@@ -205,7 +205,7 @@ def _files(warehouse: Path, schema: str) -> Files:
                 paths = list(table.rglob("*"))
             except FileNotFoundError:
                 # A restart removing a table whose creation a kill interrupted
-                # (lib/offsetscope/spark/tables.py, _clear_interrupted_create): the next poll
+                # (lib/offsetscope/spark/tables.py, clear_interrupted_create): the next poll
                 # counts what is there then.
                 continue
             for path in paths:
