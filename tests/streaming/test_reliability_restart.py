@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -25,16 +26,34 @@ pytestmark = [pytest.mark.spark, pytest.mark.streaming]
 TABLE = "member_sessions"
 
 
-def _orphan(spark: SparkSession, cfg: config.Config, keep: Path) -> Path:
-    """Create the table, then leave its files without the metastore entry."""
-    catalogue.ensure_tables(spark, cfg, [TABLE])
+def _orphan(
+    spark: SparkSession,
+    cfg: config.Config,
+    create: Callable[[], object],
+    physical: str,
+    qualified: str,
+    keep: Path,
+) -> Path:
+    """Create the table (``create``), then leave its files without the metastore entry."""
+    create()
     uri = spark.catalog.getDatabase(cfg.storage.schema).locationUri
-    location = Path(urlparse(uri).path) / catalogue.physical_name(cfg, TABLE).lower()
+    location = Path(urlparse(uri).path) / physical.lower()
     shutil.copytree(location, keep)
-    spark.sql(f"DROP TABLE {catalogue.table_name(cfg, TABLE)}")
+    spark.sql(f"DROP TABLE {qualified}")
     assert not location.exists()
     shutil.copytree(keep, location)
     return location
+
+
+def _orphan_catalogue_table(spark: SparkSession, cfg: config.Config, keep: Path) -> Path:
+    return _orphan(
+        spark,
+        cfg,
+        lambda: catalogue.ensure_tables(spark, cfg, [TABLE]),
+        catalogue.physical_name(cfg, TABLE),
+        catalogue.table_name(cfg, TABLE),
+        keep,
+    )
 
 
 def test_a_create_table_interrupted_before_registration_does_not_block_a_restart(
@@ -45,13 +64,13 @@ def test_a_create_table_interrupted_before_registration_does_not_block_a_restart
         offsetscope_config, storage=dataclasses.replace(offsetscope_config.storage, schema=schema)
     )
     try:
-        location = _orphan(spark, cfg, tmp_path / "first")
+        location = _orphan_catalogue_table(spark, cfg, tmp_path / "first")
         assert {p.name for p in (location / "_delta_log").glob("*.json")} == {f"{0:020d}.json"}
         catalogue.ensure_tables(spark, cfg, [TABLE])
         assert spark.table(catalogue.table_name(cfg, TABLE)).count() == 0
 
         # With a data file next to the log, nothing is removed and Delta refuses.
-        location = _orphan(spark, cfg, tmp_path / "second")
+        location = _orphan_catalogue_table(spark, cfg, tmp_path / "second")
         (location / "part-00000.parquet").write_bytes(b"PAR1")
         with pytest.raises(AnalysisException, match="NON_EMPTY_LOCATION"):
             catalogue.ensure_tables(spark, cfg, [TABLE])
@@ -71,12 +90,15 @@ def test_a_quality_table_create_interrupted_before_registration_does_not_block_a
     )
     spec = qtables.QUALITY_QUARANTINE
     try:
-        qualified = qtables.ensure(spark, cfg, [spec])[spec.logical]
-        uri = spark.catalog.getDatabase(cfg.storage.schema).locationUri
-        location = Path(urlparse(uri).path) / getattr(cfg.tables, spec.logical).lower()
-        shutil.copytree(location, tmp_path / "kept")
-        spark.sql(f"DROP TABLE {qualified}")
-        shutil.copytree(tmp_path / "kept", location)
+        qualified = qtables.qualified_name(cfg, spec)
+        location = _orphan(
+            spark,
+            cfg,
+            lambda: qtables.ensure(spark, cfg, [spec]),
+            getattr(cfg.tables, spec.logical),
+            qualified,
+            tmp_path / "kept",
+        )
         assert {p.name for p in (location / "_delta_log").glob("*.json")} == {f"{0:020d}.json"}
 
         qtables.ensure(spark, cfg, [spec])

@@ -132,11 +132,12 @@ def ensure(spark: SparkSession, cfg: Config, specs: Iterable[TableSpec]) -> dict
     out = {}
     for spec in specs:
         qualified = qualified_name(cfg, spec)
-        if getattr(cfg.tables, spec.logical).lower() in existing:
+        physical = getattr(cfg.tables, spec.logical)
+        if physical.lower() in existing:
             catalogue.migrate(spark, cfg, spec, qualified)
         else:
             # Created lazily, by the first batch that records results: a kill can land inside.
-            catalogue.clear_interrupted_create(spark, cfg, getattr(cfg.tables, spec.logical))
+            catalogue.clear_interrupted_create(spark, cfg, physical)
             spark.sql(create_sql(cfg, spec))
         out[spec.logical] = qualified
     return out
