@@ -453,9 +453,13 @@ def test_timestamps_beyond_spark_are_typed_in_spark_as_on_the_driver(spark: Spar
         writes.ms_frame("offset_commits", spark.createDataFrame(table))
 
 
-def test_commit_candidates_summarize_as_all_the_commits(spark: SparkSession) -> None:
+@pytest.mark.parametrize("one_task", [False, True])
+def test_commit_candidates_summarize_as_all_the_commits(
+    spark: SparkSession, one_task: bool
+) -> None:
     """The summary of the few commits picked in the executors is the summary of all of the
-    batch's plain commits, with the batch spread over several partitions."""
+    batch's plain commits, with the batch spread over several partitions: picked in two rounds
+    or, as a batch of few commits is, in one task."""
     rng = random.Random(5)
     rows = []
     for offset in range(600):
@@ -476,7 +480,9 @@ def test_commit_candidates_summarize_as_all_the_commits(spark: SparkSession) -> 
     whole = every.select(*[f"`{c}`" for c in COLUMNS]).toArrow()
 
     for deleted in (tombstones, {}):
-        picked = frames.commit_candidates(decoded, read_committed_source=False, tombstones=deleted)
+        picked = frames.commit_candidates(
+            decoded, read_committed_source=False, tombstones=deleted, one_task=one_task
+        )
         # The rows the pure picks keep of all the commits, whole, each once.
         assert picked.num_rows < whole.num_rows / 4
         assert sorted(picked.to_pylist(), key=_record) == sorted(

@@ -428,7 +428,10 @@ class IngestPipeline:
             read_committed = self.read_committed_source[b.cluster]
             with b.timings.timed("commit summary"):
                 picked = frames.commit_candidates(
-                    decoded, read_committed_source=read_committed, tombstones=routed.tombstones
+                    decoded,
+                    read_committed_source=read_committed,
+                    tombstones=routed.tombstones,
+                    one_task=plain_count <= frames.ONE_TASK_COMMITS,
                 )
                 summary, positions = summarize(picked, routed.tombstones)
             # Final as read: gated and appended from the executors.

@@ -13,7 +13,8 @@ decoded rows, with only small results reaching the driver.
   (:func:`offsetscope.history.commits.candidates`), chosen in the executors in two rounds (each
   partition, then each group after a shuffle of the first round's picks) from the columns the
   picks read, the picked rows then fetched whole by their records' coordinates, so that what
-  reaches the driver grows with the batch's groups and partitions, not with its commits;
+  reaches the driver grows with the batch's groups and partitions, not with its commits (a
+  batch of few commits: in one task, one round, whole rows);
 * :func:`light_events` -- every other internal-topic event (group metadata, KIP-848 records, the
   transaction log, markers, transactional commits), few by nature, as history events;
 * :func:`window_commits` -- the plain commits inside the windows the fold step asks for.
@@ -21,7 +22,7 @@ decoded rows, with only small results reaching the driver.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,11 @@ _LIGHT = f"kind IN {LIGHT_KINDS} OR (kind = 'offset_commit' AND is_transactional
 
 
 _TASK = "__task"
+
+# At most this many plain commits are picked in one task, in one round: below it the two
+# rounds' shuffle and the join that fetches the picked rows cost more than the picks (a live
+# cluster's steady batches are of this size); above it the picks need every core.
+ONE_TASK_COMMITS = 50_000
 
 
 def source_stats(raw: DataFrame, *, clustered: bool = False) -> list[Any]:
@@ -175,7 +181,11 @@ def plain_commit_frame(
 
 
 def commit_candidates(
-    decoded: DataFrame, *, read_committed_source: bool, tombstones: Mapping[str, int]
+    decoded: DataFrame,
+    *,
+    read_committed_source: bool,
+    tombstones: Mapping[str, int],
+    one_task: bool = False,
 ) -> pa.Table:
     """The batch's plain commits the summary can pick, on the driver as Arrow (the columns of
     ``offset_commits``, timestamps in epoch ms).
@@ -189,26 +199,39 @@ def commit_candidates(
         read_committed_source: the rows come from a ``read_committed`` Kafka source.
         tombstones: group -> record offset of its last group-metadata tombstone in the batch
             (the same for every partition: part of each pick).
+        one_task: pick from every commit in one task, whole rows, in a single round (for a
+            batch with few commits, see :data:`ONE_TASK_COMMITS`).
     """
     frame = plain_commit_frame(decoded, read_committed_source=read_committed_source)
+    deleted = dict(tombstones)
+    if one_task:
+        whole = frame.select(*[f"`{c}`" for c in COLUMNS])
+        return whole.coalesce(1).mapInArrow(_keep(deleted), whole.schema).toArrow()
     # The picks go through Python with the columns they read only, and the picked records'
     # whole rows are fetched by a join on their coordinates: shipping every column of every
     # commit to the Python workers was most of the pass (docs/benchmarks.md, "Measurements
     # behind design choices").
     narrow = frame.select(*[f"`{c}`" for c in PICK_COLUMNS])
     schema = narrow.schema
-    deleted = dict(tombstones)
-
-    def keep(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        # All of a partition's rows at once: a pick compares rows across Arrow batches.
-        whole = list(batches)
-        if whole:
-            yield from candidates(pa.Table.from_batches(whole), deleted).to_batches()
-
+    keep = _keep(deleted)
     first = narrow.mapInArrow(keep, schema)
     picked = first.repartition("group_id").mapInArrow(keep, schema).select(*RECORD)
     chosen = frame.join(picked, list(RECORD), "left_semi")
     return chosen.select(*[f"`{c}`" for c in COLUMNS]).toArrow()
+
+
+def _keep(
+    tombstones: dict[str, int],
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A ``mapInArrow`` function keeping each task's :func:`candidates`."""
+
+    def keep(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        # All of a task's rows at once: a pick compares rows across Arrow batches.
+        whole = list(batches)
+        if whole:
+            yield from candidates(pa.Table.from_batches(whole), tombstones).to_batches()
+
+    return keep
 
 
 def light_events(decoded: DataFrame) -> list[Event]:
