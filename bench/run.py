@@ -59,6 +59,8 @@ TARGETS: dict[str, str] = {
     "pipeline_vs_floor_ratio": ">= 0.7",
     "pipeline_steady_logdir_records_per_s": "the floor's 0.7x",
     "pipeline_logdir_vs_floor_ratio": ">= 0.7",
+    "outputs_floor_steady_records_per_s": "none: the floor plus every table's append",
+    "outputs_floor_vs_floor_ratio": "none: the ceiling of pipeline_vs_floor_ratio",
     "driver_rss_growth": "<= 1.2",
     "driver_jvm_rss_growth": "none: on local[2] the JVM also runs the executors",
     "catchup_10m_s": "none: reported with peak memory",

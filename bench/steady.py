@@ -15,7 +15,12 @@ topics, each query into a schema and checkpoint of its own, ``trigger = availabl
    against the broker's end offsets, fold state, audit);
 3. the ingest query over the log directory (``[sources] kind = "segments"``, the same
    ``max_records_per_trigger``; lag against the data topics' segments in the same directory);
-4. the floor again (its two runs bracket the pipelines', so drift of the machine shows).
+4. the floor with the pipeline's outputs: the floor's batch, and beside it the appends of
+   what one steady batch of run 2 wrote to every other table (partition_lag, groups_current,
+   fold_state, end_offsets, the quality results, the audit row), taken from run 2's tables and
+   cached before the query starts, in ``[pipeline] write_threads`` threads as the pipeline
+   writes;
+5. the floor again (its two runs bracket the others, so drift of the machine shows).
 
 The floor is the same source -- Spark's Kafka source, a JVM source, so the floor is the stack's
 and not the source's -- and the same micro-batches with only the raw and decoded offset-commit
@@ -36,7 +41,11 @@ other batch is. Figures:
 * ``pipeline_vs_floor_ratio``: the first divided by the second;
 * ``pipeline_steady_logdir_records_per_s`` and ``pipeline_logdir_vs_floor_ratio``: the same for
   the log-directory run, against the same floor. The segment source is a Python data source,
-  so this ratio holds the source's cost too, which is why the floor stays the JVM source's.
+  so this ratio holds the source's cost too, which is why the floor stays the JVM source's;
+* ``outputs_floor_steady_records_per_s`` and ``outputs_floor_vs_floor_ratio``: the same for run
+  4: what writing every table the pipeline writes costs with nothing computed (no fold, commit
+  summary, lag rows or gate, and the quality results and audit beside the other appends rather
+  than after them), so the ratio is a ceiling of ``pipeline_vs_floor_ratio`` on the machine.
 """
 
 from __future__ import annotations
@@ -46,6 +55,8 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,7 +69,9 @@ from bench.pipeline_broker import broker_config, mirror_scale
 DURATION_S = 90
 # A batch below this share of max_offsets_per_trigger is the input's tail, not a steady batch.
 FULL_BATCH = 0.9
-RUNS = ("floor", "pipeline", "pipeline_logdir", "floor")
+RUNS = ("floor", "pipeline", "pipeline_logdir", "outputs_floor", "floor")
+# The floor's own tables; the outputs floor adds the pipeline's other tables beside them.
+FLOOR_TABLES = frozenset({"raw_records", "offset_commits"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,10 +135,76 @@ def floor_batch(cfg: Any, batch: Any, batch_id: int, clock: Any, *, fresh: bool)
         raw.unpersist()
 
 
-def run_floor(spark: Any, cfg: Any, checkpoint: Path) -> list[dict[str, Any]]:
+def pipeline_outputs(spark: Any, cfg: Any, batch: dict[str, Any]) -> dict[str, Any]:
+    """What the pipeline's steady ``batch`` (a :func:`run_pipeline` batch, of the run into
+    ``cfg``'s schema) wrote to each table beyond the floor's, as cached DataFrames by logical
+    name: the catalogue tables' rows as many as it wrote, the quality results and audit rows of
+    its batch id."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from offsetscope.quality import tables as quality
+    from offsetscope.spark import tables as catalogue
+
+    def of_batch(table: str) -> Any:
+        return spark.table(table).where(F.col("batch_id") == batch["batch_id"])
+
+    out = {
+        logical: spark.table(catalogue.table_name(cfg, logical)).limit(rows)
+        for logical, rows in sorted(batch["written"].items())
+        if logical not in FLOOR_TABLES and rows
+    }
+    out["batch_audit"] = of_batch(catalogue.table_name(cfg, "batch_audit"))
+    out[quality.QUALITY_RESULTS.logical] = of_batch(
+        quality.qualified_name(cfg, quality.QUALITY_RESULTS)
+    )
+    for logical, df in out.items():
+        if not df.persist(StorageLevel.MEMORY_AND_DISK).count():
+            raise RuntimeError(f"pipeline batch {batch['batch_id']} wrote no {logical} rows")
+    return out
+
+
+def outputs_floor_batch(cfg: Any, outputs: dict[str, Any]) -> Callable[..., None]:
+    """The outputs floor's micro-batch (module docstring): :func:`floor_batch` and the appends
+    of ``outputs`` (:func:`pipeline_outputs`) side by side."""
+    from offsetscope.quality import tables as quality
+    from offsetscope.spark import writes
+
+    results = quality.QUALITY_RESULTS.logical
+
+    def append(logical: str, df: Any, batch_id: int, fresh: bool) -> None:
+        if logical == results:
+            writes.append_once(
+                df,
+                quality.qualified_name(cfg, quality.QUALITY_RESULTS),
+                writes.app_id("outputs_floor", logical, "append"),
+                batch_id,
+                fresh=fresh,
+            )
+        else:
+            writes.append(
+                df, cfg, logical, query_name="outputs_floor", batch_id=batch_id, fresh=fresh
+            )
+
+    def each(_cfg: Any, batch: Any, batch_id: int, clock: Any, *, fresh: bool) -> None:
+        with ThreadPoolExecutor(cfg.pipeline.write_threads) as pool:
+            done = [pool.submit(floor_batch, cfg, batch, batch_id, clock, fresh=fresh)]
+            done += [
+                pool.submit(append, logical, df, batch_id, fresh) for logical, df in outputs.items()
+            ]
+            for future in done:
+                future.result()
+
+    return each
+
+
+def run_floor(
+    spark: Any, cfg: Any, checkpoint: Path, each_batch: Callable[..., None] | None = None
+) -> list[dict[str, Any]]:
     """The floor query over the configured Kafka source, to the end of what is available;
     returns its batches (records, wall seconds). Its records per batch come from the query's
-    progress, so that the floor runs no job of its own to count them."""
+    progress, so that the floor runs no job of its own to count them. ``each_batch``: a batch's
+    work in place of :func:`floor_batch` (its arguments)."""
     from offsetscope.clock import SystemClock
     from offsetscope.spark import sources, writes
 
@@ -134,8 +213,10 @@ def run_floor(spark: Any, cfg: Any, checkpoint: Path) -> list[dict[str, Any]]:
     last = [time.perf_counter()]
     sequence = writes.BatchSequence()  # the pipeline's rule for which batches are fresh
 
+    work = each_batch or floor_batch
+
     def each(batch: Any, batch_id: int) -> None:
-        floor_batch(cfg, batch, batch_id, wall, fresh=sequence.begin(batch_id))
+        work(cfg, batch, batch_id, wall, fresh=sequence.begin(batch_id))
         sequence.done(batch_id)
         now = time.perf_counter()
         batches.append({"batch_id": batch_id, "wall_s": round(now - last[0], 3)})
@@ -193,6 +274,7 @@ def run_pipeline(spark: Any, cfg: Any, checkpoint: Path) -> list[dict[str, Any]]
 def worker(spec: dict[str, Any]) -> dict[str, Any]:
     """Broker, mirror and the three queries in this process (module docstring)."""
     from offsetscope import config
+    from offsetscope.quality import tables as quality
     from offsetscope.spark.session import build_session
     from offsetscope.spark.tables import ensure_tables
 
@@ -213,13 +295,22 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
             trigger="available_now",
         )
         spark = build_session(base, app_name="offsetscope-bench-steady")
+        outputs: dict[str, Any] = {}
         try:
             for i, kind in enumerate(RUNS):
                 cfg = config.with_storage(base, schema=f"offsetscope_steady_{kind}_{i}")
                 expected = internal
                 if kind == "floor":
-                    ensure_tables(spark, cfg, ("raw_records", "offset_commits"))
+                    ensure_tables(spark, cfg, FLOOR_TABLES)
                     batches = run_floor(spark, cfg, out / f"checkpoint-{i}")
+                elif kind == "outputs_floor":
+                    ensure_tables(spark, cfg, FLOOR_TABLES | outputs.keys() - {"quality_results"})
+                    quality.ensure(spark, cfg, [quality.QUALITY_RESULTS])
+                    batches = run_floor(
+                        spark, cfg, out / f"checkpoint-{i}", outputs_floor_batch(cfg, outputs)
+                    )
+                    for df in outputs.values():
+                        df.unpersist()
                 else:
                     if kind == "pipeline_logdir":
                         cfg = config.with_segment_source(
@@ -230,6 +321,8 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
                         expected = int(spec["log_dir_records"])
                     ensure_tables(spark, cfg)
                     batches = run_pipeline(spark, cfg, out / f"checkpoint-{i}")
+                    if kind == "pipeline":
+                        outputs = pipeline_outputs(spark, cfg, steady(batches, per_trigger)[0])
                 read = sum(b["rows_in"] for b in batches)
                 if read != expected:
                     raise RuntimeError(f"{kind} run {i} read {read} records of {expected}")
@@ -322,6 +415,27 @@ def steady_metrics(res: dict[str, Any], groups: int, per_trigger: int) -> list[M
             f"{run.figure} / floor_steady_records_per_s, measured in one process",
         )
         out += [pipeline, ratio]
+    if by_kind.get("outputs_floor"):
+        outputs = Metric(
+            "outputs_floor_steady_records_per_s",
+            "records/s",
+            rates(by_kind["outputs_floor"]),
+            described(PIPELINES["pipeline"].stored),
+            "the floor's batch and, beside it, the appends of what one steady pipeline batch "
+            "wrote to every other table (taken from the pipeline run, cached), in [pipeline] "
+            "write_threads threads; nothing computed: a ceiling of pipeline_vs_floor_ratio",
+        )
+        out += [
+            outputs,
+            Metric(
+                "outputs_floor_vs_floor_ratio",
+                "x",
+                [outputs.median / floor.median],
+                described(PIPELINES["pipeline"].stored),
+                "outputs_floor_steady_records_per_s / floor_steady_records_per_s, measured in "
+                "one process",
+            ),
+        ]
     return [out[0], floor, *out[1:]]
 
 

@@ -330,6 +330,39 @@ def test_the_log_directory_run_gets_its_own_figure_against_the_same_floor() -> N
         steady_metrics(res, 10_000, 1_000_000)
 
 
+def test_the_outputs_floor_is_a_figure_and_a_ratio_against_the_same_floor() -> None:
+    from bench.steady import steady_metrics
+
+    def run(kind: str, *walls: float) -> dict[str, object]:
+        return {
+            "kind": kind,
+            "batches": [
+                {"batch_id": i, "rows_in": 1_000_000, "wall_s": wall}
+                for i, wall in enumerate(walls)
+            ],
+        }
+
+    res = {
+        "records": 3_000_000,
+        "peak_rss_mib": {},
+        "runs": [
+            run("floor", 30.0, 10.0, 10.0),
+            run("pipeline", 60.0, 20.0, 25.0),
+            run("outputs_floor", 40.0, 12.5, 12.5),
+            run("floor", 30.0, 8.0, 12.5),
+        ],
+    }
+    by_name = {m.name: m for m in steady_metrics(res, 10_000, 1_000_000)}
+    # Its batches are neither the floor's nor the pipeline's.
+    assert by_name["floor_steady_records_per_s"].samples == [100_000.0] * 2 + [125_000.0, 80_000.0]
+    assert by_name["outputs_floor_steady_records_per_s"].samples == [80_000.0, 80_000.0]
+    assert by_name["outputs_floor_vs_floor_ratio"].median == 0.8
+    assert by_name["pipeline_vs_floor_ratio"].median == 0.45
+    # Without the run there is no such figure.
+    del res["runs"][2]
+    assert "outputs_floor_vs_floor_ratio" not in {m.name for m in steady_metrics(res, 1, 1)}
+
+
 def test_steady_figures_need_a_steady_batch_of_each_query() -> None:
     from bench.steady import steady_metrics
 
