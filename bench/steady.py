@@ -389,6 +389,24 @@ def steady_metrics(res: dict[str, Any], groups: int, per_trigger: int) -> list[M
         "the same source and micro-batches with only the raw_records append and the decoded "
         "offset_commits append, two runs bracketing the pipeline's; one sample per steady batch",
     )
+
+    def against_floor(
+        figure: str, ratio: str, kind: str, how: str, extra: dict[str, Any] | None = None
+    ) -> list[Metric]:
+        stored = PIPELINES.get(kind, PIPELINES["pipeline"]).stored
+        run = Metric(figure, "records/s", rates(by_kind[kind]), described(stored), how)
+        run.extra.update(extra or {})
+        return [
+            run,
+            Metric(
+                ratio,
+                "x",
+                [run.median / floor.median],
+                described(stored),
+                f"{figure} / floor_steady_records_per_s, measured in one process",
+            ),
+        ]
+
     out: list[Metric] = []
     for kind, run in PIPELINES.items():
         if kind not in by_kind:
@@ -397,45 +415,24 @@ def steady_metrics(res: dict[str, Any], groups: int, per_trigger: int) -> list[M
             raise RuntimeError(f"no steady batch of {per_trigger:,} records in the {kind} run")
         # The Kafka run's figure keeps every run (the floors' batches too), as it always has.
         runs = res["runs"] if kind == "pipeline" else [r for r in res["runs"] if r["kind"] == kind]
-        pipeline = Metric(
+        out += against_floor(
             run.figure,
-            "records/s",
-            rates(by_kind[kind]),
-            described(run.stored),
+            run.ratio,
+            kind,
             "the whole ingest query (every table, quality gates, lag, fold state, audit) "
             f"{run.source} on local[2], available_now; one sample per steady batch (not "
             "the first, not the tail), records / wall time between batch ends",
-            extra={"runs": runs, "peak_rss_mib": res["peak_rss_mib"]},
+            {"runs": runs, "peak_rss_mib": res["peak_rss_mib"]},
         )
-        ratio = Metric(
-            run.ratio,
-            "x",
-            [pipeline.median / floor.median],
-            described(run.stored),
-            f"{run.figure} / floor_steady_records_per_s, measured in one process",
-        )
-        out += [pipeline, ratio]
     if by_kind.get("outputs_floor"):
-        outputs = Metric(
+        out += against_floor(
             "outputs_floor_steady_records_per_s",
-            "records/s",
-            rates(by_kind["outputs_floor"]),
-            described(PIPELINES["pipeline"].stored),
+            "outputs_floor_vs_floor_ratio",
+            "outputs_floor",
             "the floor's batch and, beside it, the appends of what one steady pipeline batch "
             "wrote to every other table (taken from the pipeline run, cached), in [pipeline] "
             "write_threads threads; nothing computed: a ceiling of pipeline_vs_floor_ratio",
         )
-        out += [
-            outputs,
-            Metric(
-                "outputs_floor_vs_floor_ratio",
-                "x",
-                [outputs.median / floor.median],
-                described(PIPELINES["pipeline"].stored),
-                "outputs_floor_steady_records_per_s / floor_steady_records_per_s, measured in "
-                "one process",
-            ),
-        ]
     return [out[0], floor, *out[1:]]
 
 

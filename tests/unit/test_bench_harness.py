@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from bench import decode
@@ -295,28 +296,30 @@ def test_steady_figures_leave_out_the_first_batch_and_the_tail_of_every_run() ->
     assert by_name["pipeline_steady_records_per_s"].extra["runs"] == res["runs"]
 
 
+def _run(kind: str, *walls: float) -> dict[str, object]:
+    """A steady-run result's run of batches of 1,000,000 records taking ``walls`` seconds."""
+    return {
+        "kind": kind,
+        "batches": [
+            {"batch_id": i, "rows_in": 1_000_000, "wall_s": wall} for i, wall in enumerate(walls)
+        ],
+    }
+
+
+def _result(*runs: dict[str, object]) -> dict[str, Any]:
+    """A steady-run worker's result of 3,000,000 records read in ``runs``."""
+    return {"records": 3_000_000, "peak_rss_mib": {}, "runs": list(runs)}
+
+
 def test_the_log_directory_run_gets_its_own_figure_against_the_same_floor() -> None:
     from bench.steady import steady_metrics
 
-    def run(kind: str, *walls: float) -> dict[str, object]:
-        return {
-            "kind": kind,
-            "batches": [
-                {"batch_id": i, "rows_in": 1_000_000, "wall_s": wall}
-                for i, wall in enumerate(walls)
-            ],
-        }
-
-    res = {
-        "records": 3_000_000,
-        "peak_rss_mib": {},
-        "runs": [
-            run("floor", 30.0, 10.0, 10.0),
-            run("pipeline", 60.0, 20.0, 25.0),
-            run("pipeline_logdir", 70.0, 40.0, 50.0),
-            run("floor", 30.0, 10.0, 10.0),
-        ],
-    }
+    res = _result(
+        _run("floor", 30.0, 10.0, 10.0),
+        _run("pipeline", 60.0, 20.0, 25.0),
+        _run("pipeline_logdir", 70.0, 40.0, 50.0),
+        _run("floor", 30.0, 10.0, 10.0),
+    )
     by_name = {m.name: m for m in steady_metrics(res, 10_000, 1_000_000)}
     assert by_name["pipeline_steady_logdir_records_per_s"].samples == [25_000.0, 20_000.0]
     assert by_name["pipeline_logdir_vs_floor_ratio"].median == 0.225
@@ -325,7 +328,7 @@ def test_the_log_directory_run_gets_its_own_figure_against_the_same_floor() -> N
         "pipeline_logdir"
     ]
     # A log-directory run without a steady batch is an error, not a missing figure.
-    res["runs"][2] = run("pipeline_logdir", 70.0)
+    res["runs"][2] = _run("pipeline_logdir", 70.0)
     with pytest.raises(RuntimeError, match="pipeline_logdir run"):
         steady_metrics(res, 10_000, 1_000_000)
 
@@ -333,25 +336,12 @@ def test_the_log_directory_run_gets_its_own_figure_against_the_same_floor() -> N
 def test_the_outputs_floor_is_a_figure_and_a_ratio_against_the_same_floor() -> None:
     from bench.steady import steady_metrics
 
-    def run(kind: str, *walls: float) -> dict[str, object]:
-        return {
-            "kind": kind,
-            "batches": [
-                {"batch_id": i, "rows_in": 1_000_000, "wall_s": wall}
-                for i, wall in enumerate(walls)
-            ],
-        }
-
-    res = {
-        "records": 3_000_000,
-        "peak_rss_mib": {},
-        "runs": [
-            run("floor", 30.0, 10.0, 10.0),
-            run("pipeline", 60.0, 20.0, 25.0),
-            run("outputs_floor", 40.0, 12.5, 12.5),
-            run("floor", 30.0, 8.0, 12.5),
-        ],
-    }
+    res = _result(
+        _run("floor", 30.0, 10.0, 10.0),
+        _run("pipeline", 60.0, 20.0, 25.0),
+        _run("outputs_floor", 40.0, 12.5, 12.5),
+        _run("floor", 30.0, 8.0, 12.5),
+    )
     by_name = {m.name: m for m in steady_metrics(res, 10_000, 1_000_000)}
     # Its batches are neither the floor's nor the pipeline's.
     assert by_name["floor_steady_records_per_s"].samples == [100_000.0] * 2 + [125_000.0, 80_000.0]
