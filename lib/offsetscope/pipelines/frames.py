@@ -44,9 +44,9 @@ _LIGHT = f"kind IN {LIGHT_KINDS} OR (kind = 'offset_commit' AND is_transactional
 
 _TASK = "__task"
 
-# At most this many plain commits are picked in one task, in one round: below it the two
+# Up to this many plain commits are picked in one task, in one round: for so few, the two
 # rounds' shuffle and the join that fetches the picked rows cost more than the picks (a live
-# cluster's steady batches are of this size); above it the picks need every core.
+# cluster's steady batch holds far fewer); for more, the picks need every core.
 ONE_TASK_COMMITS = 50_000
 
 
