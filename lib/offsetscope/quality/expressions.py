@@ -47,6 +47,8 @@ names of the checks they broke.
 
 from __future__ import annotations
 
+import functools
+import operator
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -148,6 +150,8 @@ def repeats(df: DataFrame, check: suites.Check) -> bool:
 
 
 _MARK_PREFIX = "__repeats__"
+# The gate's own column in a written batch: whether the row breaks some check.
+_BAD = "__breaks_some_check"
 
 
 def mark_column(check: suites.Check) -> str:
@@ -173,6 +177,11 @@ def annotate(
     repeats and runs no job; any other finds its repeats with a job over the batch
     (:func:`repeats`) and names them with a window.
     """
+    return drop_marks(df.withColumn(FAILED, _named(checks, _breaks(df, checks, unique))))
+
+
+def _breaks(df: DataFrame, checks: Sequence[suites.Check], unique: Sequence[str]) -> list[Column]:
+    """One :func:`broken` column per check, in order (see :func:`annotate`)."""
     timestamps = timestamp_columns(df.schema)
 
     def breaks(c: suites.Check) -> Column:
@@ -182,8 +191,23 @@ def annotate(
             return broken(c, timestamps, repeats=False)
         return broken(c, timestamps, repeats=c.expectation not in _UNIQUE or repeats(df, c))
 
-    names = F.array(*[F.when(breaks(c), F.lit(c.name)) for c in checks])
-    return drop_marks(df.withColumn(FAILED, F.filter(names, lambda n: n.isNotNull())))
+    return [breaks(c) for c in checks]
+
+
+def _named(checks: Sequence[suites.Check], breaks: Sequence[Column]) -> Column:
+    """``failed_expectations`` from the checks' :func:`broken` columns. The names array is
+    built only for a row that breaks some check: building it and filtering out its nulls (a
+    higher-order function, evaluated row by row outside Spark's generated code) for every row
+    made most of a gate's cost, and the usual row breaks nothing."""
+    names = F.array(*[F.when(b, F.lit(c.name)) for c, b in zip(checks, breaks, strict=True)])
+    return F.when(_any(breaks), F.filter(names, lambda n: n.isNotNull())).otherwise(
+        F.array().cast("array<string>")
+    )
+
+
+def _any(breaks: Sequence[Column]) -> Column:
+    """True where a row breaks some check (no checks: never)."""
+    return functools.reduce(operator.or_, breaks, F.lit(False))
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,15 +322,20 @@ def observe_frame(
     """
     settings, started, now, checks = start(table, df.columns, settings, clock)
     observation = Observation()
-    annotated = annotate(df, checks, unique)
-    # Only the totals: an observation's aggregates are evaluated row by row, each costing the
-    # write about as much as the two totals together (docs/benchmarks.md, "Measurements behind
-    # design choices"), and the usual batch fails no check.
-    counted = annotated.observe(observation, *_totals())
-    good = (
-        counted.where(F.size(FAILED) == 0) if settings.quarantine_failed_rows else counted
-    ).drop(FAILED)
-    return Observed(good, annotated, observation, table, batch_id, checks, now, started)
+    breaks = _breaks(df, checks, unique)
+    annotated = drop_marks(df.withColumn(FAILED, _named(checks, breaks)))
+    # The write reads one boolean per row, not the names: those are only wanted for the
+    # failed rows, afterwards. Only the totals: an observation's aggregates are evaluated row
+    # by row, each costing the write about as much as the two totals together
+    # (docs/benchmarks.md, "Measurements behind design choices"), and the usual batch fails
+    # no check.
+    counted = df.withColumn(_BAD, _any(breaks)).observe(
+        observation, F.count(F.lit(1)).alias("rows"), F.count_if(_BAD).alias("failed")
+    )
+    good = counted.where(~F.col(_BAD)) if settings.quarantine_failed_rows else counted
+    return Observed(
+        drop_marks(good.drop(_BAD)), annotated, observation, table, batch_id, checks, now, started
+    )
 
 
 def _counters(checks: Sequence[suites.Check]) -> list[Column]:
