@@ -526,6 +526,24 @@ def test_kafka_rows_map_mirror_topics_to_their_internal_kind(spark: SparkSession
     assert rows[1]["value"] is None
 
 
+def test_a_batch_read_of_a_directory_without_internal_topics_names_it(
+    spark: SparkSession, offsetscope_config: config.Config, tmp_path: Path
+) -> None:
+    (tmp_path / "orders-0").mkdir()
+    with pytest.raises(FileNotFoundError, match=f"{tmp_path}: no partition directory of"):
+        sources.read_segments(spark, offsetscope_config, str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="no partition directory"):
+        sources.read_segments(spark, offsetscope_config, str(tmp_path / "missing"))
+
+
+def test_a_batch_read_of_empty_internal_partitions_is_empty(
+    spark: SparkSession, offsetscope_config: config.Config, tmp_path: Path
+) -> None:
+    (tmp_path / f"{OFFSETS}-0").mkdir()
+    (tmp_path / "__transaction_state-3").mkdir()
+    assert sources.read_segments(spark, offsetscope_config, str(tmp_path)).count() == 0
+
+
 def test_segment_directory_batch_read_is_every_internal_record(
     spark: SparkSession, offsetscope_config: config.Config, tmp_path: Path
 ) -> None:

@@ -355,7 +355,9 @@ class SegmentBatchReader(DataSourceReader):
         ends = logdir.LogEndCache()
         return self.log.tasks_for({}, {d.name: ends.log_end_offset(d) for d in self.log.dirs()})
 
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: InputPartition | None) -> Iterator[pa.RecordBatch]:
+        if partition is None:  # no ranges: Spark still runs one task, with no partition
+            return iter(())
         return _read(partition, self.log.fs_options)
 
 
@@ -467,9 +469,21 @@ def segment_log_ends(cfg: Config, log_dir: str | None = None) -> Callable[[], di
 
 
 def read_segments(spark: SparkSession, cfg: Config, log_dir: str | None = None) -> DataFrame:
-    """Every record of a log directory's internal topics, as a batch DataFrame (offline use)."""
+    """Every record of a log directory's internal topics, as a batch DataFrame (offline use).
+
+    Raises:
+        FileNotFoundError: the directory holds no partition directory of an internal topic
+            (a wrong path would otherwise read as an empty log).
+    """
     register(spark)
+    options = _segment_options(cfg, log_dir)
+    log = _LogDir(options)
+    if not log.dirs():
+        raise FileNotFoundError(
+            f"{log.path}: no partition directory of {', '.join(sorted(log.kinds))} "
+            "(is it a Kafka log directory?)"
+        )
     reader = spark.read.format(SEGMENTS_FORMAT)
-    for name, value in _segment_options(cfg, log_dir).items():
+    for name, value in options.items():
         reader = reader.option(name, value)
     return reader.load()
