@@ -18,6 +18,7 @@ import dataclasses
 import json
 import types
 import typing
+from collections.abc import Callable
 from functools import cache
 from typing import Any, Self, TypeVar
 
@@ -26,13 +27,22 @@ T = TypeVar("T")
 
 def to_jsonable(obj: Any) -> Any:
     """Turn a dataclass tree into JSON-ready values (dicts, lists, scalars)."""
+    kind = type(obj)
+    if kind in _SCALARS or obj is None:  # most values: no reflection
+        return obj
+    names = _FIELD_NAMES.get(kind)
+    if names is not None:
+        return {n: to_jsonable(getattr(obj, n)) for n in names}
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {n: to_jsonable(getattr(obj, n)) for n in _field_names(kind)}
     if isinstance(obj, tuple | list):
         return [to_jsonable(v) for v in obj]
-    if obj is None or isinstance(obj, bool | int | float | str):
+    if isinstance(obj, bool | int | float | str):
         return obj
     raise TypeError(f"cannot serialise {type(obj).__name__}")
+
+
+_SCALARS = frozenset({bool, int, float, str})
 
 
 @cache
@@ -42,33 +52,77 @@ def _hints(cls: type) -> dict[str, Any]:
 
 def from_jsonable(tp: Any, data: Any) -> Any:
     """Rebuild a value of type ``tp`` from :func:`to_jsonable` output."""
+    return _reader(tp)(data)
+
+
+Reader = Callable[[Any], Any]
+
+
+@cache
+def _reader(tp: Any) -> Reader:
+    """The function rebuilding values of ``tp``, worked out from its type hints once per type:
+    a state of thousands of values would otherwise ask ``typing`` about every one of them. A
+    type or union that cannot be read fails when a value reaches it, as it always did."""
     origin = typing.get_origin(tp)
     if origin is typing.Union or origin is types.UnionType:
-        if data is None:
-            return None
         options = [a for a in typing.get_args(tp) if a is not type(None)]
         if len(options) != 1:
-            raise TypeError(f"only X | None unions are supported, got {tp}")
-        return from_jsonable(options[0], data)
+            return _fails(f"only X | None unions are supported, got {tp}", unless_none=True)
+        inner = _reader(options[0])
+        return lambda data: None if data is None else inner(data)
     if origin is tuple:
         args = typing.get_args(tp)
         if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(from_jsonable(args[0], v) for v in data)
-        if len(args) != len(data):
-            raise TypeError(f"{tp} needs {len(args)} items, got {len(data)}")
-        return tuple(from_jsonable(a, v) for a, v in zip(args, data, strict=True))
+            item = _reader(args[0])
+            return lambda data: tuple(map(item, data))
+        readers = [_reader(a) for a in args]
+
+        def fixed(data: Any) -> tuple[Any, ...]:
+            if len(readers) != len(data):
+                raise TypeError(f"{tp} needs {len(readers)} items, got {len(data)}")
+            return tuple(r(v) for r, v in zip(readers, data, strict=True))
+
+        return fixed
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        hints = _hints(tp)
-        return tp(**{name: from_jsonable(hints[name], data[name]) for name in data})
+        return _dataclass_reader(tp)
     if tp in (int, str, bool):
-        if not isinstance(data, tp) or (tp is int and isinstance(data, bool)):
-            raise TypeError(f"expected {tp.__name__}, got {data!r}")
-        return data
+        wanted: type = tp
+
+        def scalar(data: Any) -> Any:
+            if type(data) is not wanted and (
+                not isinstance(data, wanted) or (wanted is int and isinstance(data, bool))
+            ):
+                raise TypeError(f"expected {wanted.__name__}, got {data!r}")
+            return data
+
+        return scalar
     if tp is float:
-        return float(data)
+        return float
     if tp is typing.Any:
-        return data
-    raise TypeError(f"unsupported type {tp}")
+        return lambda data: data
+    return _fails(f"unsupported type {tp}")
+
+
+def _dataclass_reader(cls: type) -> Reader:
+    # The fields' readers are looked up at the first value, not here: a dataclass may refer to
+    # itself through its fields.
+    fields: dict[str, Reader] = {}
+
+    def read(data: Any) -> Any:
+        if not fields:
+            fields.update({n: _reader(t) for n, t in _hints(cls).items()})
+        return cls(**{name: fields[name](value) for name, value in data.items()})
+
+    return read
+
+
+def _fails(message: str, *, unless_none: bool = False) -> Reader:
+    def fail(data: Any) -> Any:
+        if unless_none and data is None:
+            return None
+        raise TypeError(message)
+
+    return fail
 
 
 def dumps(obj: Any) -> str:
