@@ -92,19 +92,19 @@ def summarize(table: pa.Table, tombstones: Mapping[str, int]) -> tuple[Summary, 
     by_group = {g: [rows[o] for o in sorted(rows)] for g, rows in summary.items()}
 
     latest = picks.latest
-    offsets = table["offset"].take(pa.array(latest)).to_pylist()
+    # Python lists first: indexing numpy arrays one element at a time costs more than the
+    # positions themselves (one per group and partition of the batch).
     positions = [
-        (
-            picks.topics[picks.topic[i]],
-            int(picks.partition[i]),
-            Position(
-                picks.groups[picks.group[i]],
-                off,
-                int(picks.effective_at[i]),
-                int(picks.record_offset[i]),
-            ),
+        (picks.topics[topic], partition, Position(picks.groups[group], off, at, record_offset))
+        for topic, partition, group, off, at, record_offset in zip(
+            picks.topic[latest].tolist(),
+            picks.partition[latest].tolist(),
+            picks.group[latest].tolist(),
+            table["offset"].take(pa.array(latest)).to_pylist(),
+            picks.effective_at[latest].tolist(),
+            picks.record_offset[latest].tolist(),
+            strict=True,
         )
-        for i, off in zip(latest.tolist(), offsets, strict=True)
     ]
     return by_group, positions
 
