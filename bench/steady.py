@@ -164,7 +164,7 @@ def pipeline_outputs(spark: Any, cfg: Any, batch: dict[str, Any]) -> dict[str, A
     return out
 
 
-def outputs_floor_batch(cfg: Any, outputs: dict[str, Any]) -> Callable[..., None]:
+def outputs_floor_batch(outputs: dict[str, Any]) -> Callable[..., None]:
     """The outputs floor's micro-batch (module docstring): :func:`floor_batch` and the appends
     of ``outputs`` (:func:`pipeline_outputs`) side by side."""
     from offsetscope.quality import tables as quality
@@ -172,7 +172,7 @@ def outputs_floor_batch(cfg: Any, outputs: dict[str, Any]) -> Callable[..., None
 
     results = quality.QUALITY_RESULTS.logical
 
-    def append(logical: str, df: Any, batch_id: int, fresh: bool) -> None:
+    def append(cfg: Any, logical: str, df: Any, batch_id: int, fresh: bool) -> None:
         if logical == results:
             writes.append_once(
                 df,
@@ -186,11 +186,12 @@ def outputs_floor_batch(cfg: Any, outputs: dict[str, Any]) -> Callable[..., None
                 df, cfg, logical, query_name="outputs_floor", batch_id=batch_id, fresh=fresh
             )
 
-    def each(_cfg: Any, batch: Any, batch_id: int, clock: Any, *, fresh: bool) -> None:
+    def each(cfg: Any, batch: Any, batch_id: int, clock: Any, *, fresh: bool) -> None:
         with ThreadPoolExecutor(cfg.pipeline.write_threads) as pool:
             done = [pool.submit(floor_batch, cfg, batch, batch_id, clock, fresh=fresh)]
             done += [
-                pool.submit(append, logical, df, batch_id, fresh) for logical, df in outputs.items()
+                pool.submit(append, cfg, logical, df, batch_id, fresh)
+                for logical, df in outputs.items()
             ]
             for future in done:
                 future.result()
@@ -304,10 +305,14 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
                     ensure_tables(spark, cfg, FLOOR_TABLES)
                     batches = run_floor(spark, cfg, out / f"checkpoint-{i}")
                 elif kind == "outputs_floor":
-                    ensure_tables(spark, cfg, FLOOR_TABLES | outputs.keys() - {"quality_results"})
+                    ensure_tables(
+                        spark,
+                        cfg,
+                        FLOOR_TABLES | outputs.keys() - {quality.QUALITY_RESULTS.logical},
+                    )
                     quality.ensure(spark, cfg, [quality.QUALITY_RESULTS])
                     batches = run_floor(
-                        spark, cfg, out / f"checkpoint-{i}", outputs_floor_batch(cfg, outputs)
+                        spark, cfg, out / f"checkpoint-{i}", outputs_floor_batch(outputs)
                     )
                     for df in outputs.values():
                         df.unpersist()
