@@ -14,6 +14,7 @@ from offsetscope.history.commits import (
     COMMIT_SCHEMA,
     PICK_COLUMNS,
     RECORD,
+    Positions,
     candidates,
     summarize,
 )
@@ -50,6 +51,14 @@ def commit(group: str, topic: str, partition: int, record_offset: int, **kw: Any
 
 def table(rows: list[dict[str, Any]]) -> pa.Table:
     return pa.Table.from_pylist(rows).select(list(COLUMNS))
+
+
+def flat(positions: Positions) -> set[tuple[str, int, Position]]:
+    """The positions one by one, after checking that each partition's are in group-id order
+    with one per group (what lag's bisection relies on)."""
+    for columns in positions.values():
+        assert list(columns.groups) == sorted(set(columns.groups))
+    return {(t, p, position) for (t, p), columns in positions.items() for position in columns}
 
 
 def reference(
@@ -102,7 +111,7 @@ def test_picks_first_latest_after_deletion_and_per_topic_id() -> None:
     assert all(isinstance(c, OffsetCommitRow) for c in summary["g"])
     assert summary["g"][0] == OffsetCommitRow(**rows[0])
     assert "h" not in summary  # only a tombstone: nothing for the group fold
-    assert set(positions) == {
+    assert flat(positions) == {
         ("orders", 0, Position("g", None, 1_012, 12)),  # the tombstone removed the position
         ("orders", 1, Position("g", 114, 9_999, 14)),
         ("events", 0, Position("h", None, 1_016, 16)),
@@ -110,7 +119,7 @@ def test_picks_first_latest_after_deletion_and_per_topic_id() -> None:
 
 
 def random_batch(rnd: random.Random) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    groups = [f"g{i}" for i in range(rnd.randint(1, 6))]
+    groups = [f"g{i}" for i in range(rnd.randint(1, 12))]  # "g10" sorts before "g2"
     offsets = rnd.sample(range(10_000), rnd.randint(1, 300))
     rows = [
         commit(
@@ -136,13 +145,13 @@ def test_matches_the_row_by_row_reading(seed: int) -> None:
 
     want_summary, want_positions = reference(rows, tombstones)
     assert {g: [c.record_offset for c in cs] for g, cs in summary.items()} == want_summary
-    assert set(positions) == want_positions
-    assert len(positions) == len(want_positions)
+    assert flat(positions) == want_positions
+    assert sum(len(p.groups) for p in positions.values()) == len(want_positions)
 
 
 def test_empty_batch() -> None:
     empty = pa.Table.from_pylist([commit("g", "t", 0, 1)]).select(list(COLUMNS)).slice(0, 0)
-    assert summarize(empty, {}) == ({}, [])
+    assert summarize(empty, {}) == ({}, {})
 
 
 @pytest.mark.parametrize("seed", range(25))
@@ -165,8 +174,9 @@ def test_candidates_of_parts_summarize_as_the_whole(seed: int) -> None:
     summary, positions = summarize(final, tombstones)
     want_summary, want_positions = summarize(typed(rows), tombstones)
     assert summary == want_summary
-    # the positions' order follows the rows'; which ones there are does not
-    assert sorted(positions, key=repr) == sorted(want_positions, key=repr)
+    # in group-id order per partition, whatever order the rows came in
+    assert positions == want_positions
+    assert flat(positions) == flat(want_positions)
 
 
 def test_candidates_keep_only_what_a_pick_can_use() -> None:

@@ -72,7 +72,8 @@ def test_a_state_survives_its_text_exactly() -> None:
 def test_integers_read_as_floats_where_a_float_is_declared() -> None:
     data = to_jsonable(GROUP) | {"ratio": 2}
     rebuilt = from_jsonable(Group, data)
-    assert rebuilt.ratio == 2.0 and isinstance(rebuilt.ratio, float)
+    assert rebuilt.ratio == 2.0
+    assert isinstance(rebuilt.ratio, float)
 
 
 def test_a_dataclass_that_refers_to_itself_round_trips() -> None:

@@ -58,9 +58,11 @@ def test_positions_saved_by_the_earlier_format_still_load() -> None:
 
 @pytest.mark.parametrize("seed", range(10))
 def test_positions_match_a_per_group_reference(seed: int) -> None:
-    """Random batches of updates, applied column-wise, against a dict of the newest per group."""
+    """Random batches of updates, applied column-wise, against a dict of the newest per group;
+    the same batches as columns (a commit summary's: the newest per group, in group order)
+    move the positions the same way."""
     rng = random.Random(seed)
-    current = lag.PartitionPositions()
+    current = by_columns = lag.PartitionPositions()
     reference: dict[str, tuple[int, int, int | None]] = {}
     for _ in range(6):
         updates = [
@@ -77,6 +79,12 @@ def test_positions_match_a_per_group_reference(seed: int) -> None:
             if held is None or (p.at, p.record_offset) > held[:2]:
                 reference[p.group_id] = (p.at, p.record_offset, p.offset)
         current = lag.update_positions(current, updates)
+        batch_columns = lag.update_positions(lag.PartitionPositions(), updates)
+        moved = lag.update_positions(by_columns, batch_columns)
+        assert moved == current
+        # Nothing newer: the same object back (no state row saved).
+        assert (moved is by_columns) == (moved == by_columns)
+        by_columns = moved
         assert current.groups == tuple(sorted(reference))
         assert [
             (a, r, o)
@@ -301,7 +309,7 @@ def test_the_pipeline_writes_lag_at_its_own_cadence(interval: str | None, writte
     for i in range(9):
         at = start + 10_000 * i + 500
         b = batch.Batch(i, None, at, cluster)  # type: ignore[arg-type]
-        moved = [("orders", 0, Position("g", at // 100 - 7, at, i))]
+        moved = {("orders", 0): _positions(Position("g", at // 100 - 7, at, i))}
         inputs = pipe._lag(b, moved, [], at)
         tables = {t.logical for t in b.tasks}
         assert bool(tables) == bool(inputs)

@@ -472,7 +472,7 @@ def summarize_rows(
 ) -> tuple[Summary, Positions]:
     """:func:`~offsetscope.history.commits.summarize` of plain commit rows held in memory."""
     if not rows:
-        return {}, []
+        return {}, {}
     return summarize(commit_table(rows), tombstones)
 
 

@@ -10,7 +10,9 @@ OffsetCommit record, tombstones included. Output, for the batch step
   live one after the group's last deletion in the batch (its group-metadata tombstone), and the
   first live one per topic id -- never all of them;
 * per (group, topic, partition), the position for lag: the latest record of any kind by
-  ``(effective_at, record_offset)``; a tombstone's position has no offset (removed).
+  ``(effective_at, record_offset)``; a tombstone's position has no offset (removed). They
+  come per data partition as columns in group-id order (``PartitionPositions``), as lag keeps
+  them.
 
 "Live" is a commit that is not a tombstone. Every choice is an arg-min or arg-max, so it can be
 made in parts: :func:`candidates` keeps the rows a part can contribute, and summarizing the
@@ -34,7 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from offsetscope.history.lag import Position
+from offsetscope.history.lag import PartitionPositions
 from offsetscope.history.rows import OffsetCommitRow
 
 # The written columns of offset_commits (the table's rows are OffsetCommitRow).
@@ -64,7 +66,8 @@ PICK_COLUMNS = (
 RECORD = ("record_partition", "record_offset")
 
 Summary = dict[str, list[OffsetCommitRow]]
-Positions = list[tuple[str, int, Position]]
+# (topic, partition) -> the batch's latest position of each group on it.
+Positions = dict[tuple[str, int], PartitionPositions]
 
 
 def commit_table(rows: Iterable[OffsetCommitRow]) -> pa.Table:
@@ -80,10 +83,10 @@ def summarize(table: pa.Table, tombstones: Mapping[str, int]) -> tuple[Summary, 
         tombstones: group -> record offset of its last group-metadata tombstone in the batch.
 
     Returns:
-        (group -> chosen commit rows in record-offset order, [(topic, partition, position)]).
+        (group -> chosen commit rows in record-offset order, (topic, partition) -> positions).
     """
     if table.num_rows == 0:
-        return {}, []
+        return {}, {}
     picks = _Picks(table, tombstones)
     chosen = np.unique(np.concatenate(picks.chosen))  # one row can be several of the four
     summary: dict[str, dict[int, OffsetCommitRow]] = defaultdict(dict)
@@ -91,22 +94,38 @@ def summarize(table: pa.Table, tombstones: Mapping[str, int]) -> tuple[Summary, 
         summary[d["group_id"]][d["record_offset"]] = OffsetCommitRow(**d)
     by_group = {g: [rows[o] for o in sorted(rows)] for g, rows in summary.items()}
 
+    return by_group, _positions(picks, table["offset"])
+
+
+def _positions(picks: _Picks, offsets: pa.ChunkedArray) -> Positions:
+    """The lag positions as columns per data partition, in group-id order (what
+    :class:`~offsetscope.history.lag.PartitionPositions` holds): sorted and cut with numpy,
+    then one list per column, so no Python object per position."""
     latest = picks.latest
-    # Python lists first: indexing numpy arrays one element at a time costs more than the
-    # positions themselves (one per group and partition of the batch).
-    positions = [
-        (picks.topics[topic], partition, Position(picks.groups[group], off, at, record_offset))
-        for topic, partition, group, off, at, record_offset in zip(
-            picks.topic[latest].tolist(),
-            picks.partition[latest].tolist(),
-            picks.group[latest].tolist(),
-            table["offset"].take(pa.array(latest)).to_pylist(),
-            picks.effective_at[latest].tolist(),
-            picks.record_offset[latest].tolist(),
-            strict=True,
+    # The rank of each group code in group-id order (Python's string order, which the
+    # positions' bisection uses).
+    rank = np.empty(len(picks.groups), dtype=np.int64)
+    rank[np.argsort(np.array(picks.groups, dtype=object), kind="stable")] = np.arange(rank.size)
+    topic, partition = picks.topic[latest], picks.partition[latest]
+    order = np.lexsort((rank[picks.group[latest]], partition, topic))
+    rows = latest[order]
+    topic, partition = topic[order], partition[order]
+    starts = np.flatnonzero(
+        np.concatenate(([True], (topic[1:] != topic[:-1]) | (partition[1:] != partition[:-1])))
+    ).tolist()
+    groups = [picks.groups[g] for g in picks.group[rows].tolist()]
+    committed = offsets.take(pa.array(rows)).to_pylist()
+    at = picks.effective_at[rows].tolist()
+    record_offsets = picks.record_offset[rows].tolist()
+    out: Positions = {}
+    for lo, hi in zip(starts, [*starts[1:], rows.size], strict=True):
+        out[(picks.topics[int(topic[lo])], int(partition[lo]))] = PartitionPositions(
+            tuple(groups[lo:hi]),
+            tuple(committed[lo:hi]),
+            tuple(at[lo:hi]),
+            tuple(record_offsets[lo:hi]),
         )
-    ]
-    return by_group, positions
+    return out
 
 
 def candidates(table: pa.Table, tombstones: Mapping[str, int]) -> pa.Table:

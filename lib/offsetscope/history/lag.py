@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import bisect
 import fnmatch
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from offsetscope.history.rows import EndOffsetSample, OffsetCommitRow, PartitionLagRow
@@ -103,6 +103,35 @@ class Position:
     offset: int | None
     at: int
     record_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionPositions:
+    """Every group's position on one data partition, column by column, in group-id order.
+
+    Column-wise because a partition can hold the positions of every group in the cluster (100,000
+    groups x 20 partitions is 2,000,000 positions, loaded and saved every batch that samples them):
+    a ``Position`` object and a JSON object per group made lag the largest cost of a batch with many
+    groups, four lists do not (``docs/benchmarks.md``, "Measurements behind design choices"). A
+    batch's own positions come the same way from its commit summary
+    (:func:`offsetscope.history.commits.summarize`), one group at most per partition.
+    """
+
+    groups: tuple[str, ...] = ()
+    offsets: tuple[int | None, ...] = ()  # None: the group's commit was removed (tombstone)
+    at: tuple[int, ...] = ()  # effective time of the commit, epoch ms
+    record_offsets: tuple[int, ...] = ()  # its __consumer_offsets record, for ties in time
+
+    def get(self, group_id: str) -> Position | None:
+        i = bisect.bisect_left(self.groups, group_id)
+        if i == len(self.groups) or self.groups[i] != group_id:
+            return None
+        return Position(group_id, self.offsets[i], self.at[i], self.record_offsets[i])
+
+    def __iter__(self) -> Iterator[Position]:
+        """The positions one by one, in group-id order."""
+        for g, o, a, r in zip(self.groups, self.offsets, self.at, self.record_offsets, strict=True):
+            yield Position(g, o, a, r)
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,13 +380,19 @@ def append_time(
     committed: int,
     history: list[EndOffsetSample],
     record_time: RecordTime | None,
+    *,
+    series: list[tuple[int, int]] | None = None,
 ) -> tuple[float | None, str | None]:
-    """When record ``committed`` was appended, and how that was found."""
+    """When record ``committed`` was appended, and how that was found.
+
+    ``series``: :func:`watermark_series` of ``history``, for a caller that asks about many
+    offsets against the same samples (it is derived from all of them each time otherwise).
+    """
     if record_time is not None:
         exact = record_time(topic, partition, committed)
         if exact is not None:
             return float(exact), "exact"
-    points = _series(history)
+    points = watermark_series(history) if series is None else series
     target = committed + 1  # the log end passes committed + 1 when record `committed` lands
     for i, (t, hwm) in enumerate(points):
         if hwm < target:
@@ -374,7 +409,7 @@ def append_time(
     return None, None
 
 
-def _series(history: list[EndOffsetSample]) -> list[tuple[int, int]]:
+def watermark_series(history: Sequence[EndOffsetSample]) -> list[tuple[int, int]]:
     """(time, high watermark) points since the watermark last went backwards, oldest first.
 
     A watermark that went backwards (topic re-created, unclean leader election) makes the

@@ -64,7 +64,7 @@ from offsetscope.history import lag as lag_history
 from offsetscope.history import stuck, tables
 from offsetscope.history.commits import Positions, summarize
 from offsetscope.history.groups import GroupState
-from offsetscope.history.lag import Position
+from offsetscope.history.lag import PartitionPositions, Position
 from offsetscope.history.offsets import COMMITTED, OffsetsState
 from offsetscope.history.rows import (
     EndOffsetSample,
@@ -423,7 +423,7 @@ class IngestPipeline:
                 light = frames.light_events(decoded)
         routed = step.route(light)
         summary: dict[str, list[OffsetCommitRow]] = {}
-        positions: Positions = []
+        positions: Positions = {}
         if plain_count:
             read_committed = self.read_committed_source[b.cluster]
             with b.timings.timed("commit summary"):
@@ -587,14 +587,14 @@ class IngestPipeline:
         sampler = self.samplers.get(b.cluster)
         if sampler is None:
             raise RuntimeError(f"lag needs an end-offset sampler (cluster {b.cluster})")
-        updates: dict[tuple[str, int], list[Position]] = defaultdict(list)
-        for topic, partition, position in positions:
-            updates[(topic, partition)].append(position)
+        # The plain commits' positions come as columns; the few transactional ones one by one.
+        txn_updates: dict[tuple[str, int], list[Position]] = defaultdict(list)
         for row in txn_rows:
             if row.status == COMMITTED and row.effective_at is not None:
-                updates[(row.topic, row.partition)].append(
+                txn_updates[(row.topic, row.partition)].append(
                     Position(row.group_id, row.offset, row.effective_at, row.record_offset)
                 )
+        updates = positions.keys() | txn_updates.keys()
         tracked_row = b.loaded.get((st.SAMPLER, "topics"))
         tracked = set(json.loads(tracked_row.state)) if tracked_row else set()
         topics = tracked | {t for t, _ in updates}
@@ -631,10 +631,13 @@ class IngestPipeline:
             # Parsed only when the batch moves a position on the partition: otherwise the
             # stored text goes to the executors as it is (the module docstring of lag).
             current = (pos_row.state if pos_row else "") or ""
-            live: lagmod.PartitionPositions | str = current
+            live: PartitionPositions | str = current
             if tp in updates:
                 before = lagmod.positions_from_json(current)
-                live = lagmod.update_positions(before, updates[tp])
+                live = before
+                if tp in positions:
+                    live = lagmod.update_positions(live, positions[tp])
+                live = lagmod.update_positions(live, txn_updates.get(tp, ()))
                 if live is not before:
                     current = lagmod.positions_to_json(live)
                     b.new_states.append(st.StateRow(st.POSITIONS, key, current, None, b.cluster))

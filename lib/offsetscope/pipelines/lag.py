@@ -70,7 +70,13 @@ from offsetscope import paths
 from offsetscope.clock import Clock
 from offsetscope.config import Config
 from offsetscope.history import lag as lag_history
-from offsetscope.history.lag import LagIndex, Position, RecordTime, append_time
+from offsetscope.history.lag import (
+    LagIndex,
+    PartitionPositions,
+    Position,
+    RecordTime,
+    append_time,
+)
 from offsetscope.history.rows import EndOffsetSample
 from offsetscope.history.tables import TABLES as HISTORY_TABLES
 from offsetscope.quality import arrow as arrow_checks
@@ -352,28 +358,6 @@ def partition_key(topic: str, partition: int) -> str:
     return f"{topic}:{partition}"
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionPositions:
-    """Every group's position on one data partition, column by column, in group-id order.
-
-    Column-wise because a partition can hold the positions of every group in the cluster (100,000
-    groups x 20 partitions is 2,000,000 positions, loaded and saved every batch that samples them):
-    a ``Position`` object and a JSON object per group made lag the largest cost of a batch with many
-    groups, four lists do not (``docs/benchmarks.md``, "Measurements behind design choices").
-    """
-
-    groups: tuple[str, ...] = ()
-    offsets: tuple[int | None, ...] = ()  # None: the group's commit was removed (tombstone)
-    at: tuple[int, ...] = ()  # effective time of the commit, epoch ms
-    record_offsets: tuple[int, ...] = ()  # its __consumer_offsets record, for ties in time
-
-    def get(self, group_id: str) -> Position | None:
-        i = bisect.bisect_left(self.groups, group_id)
-        if i == len(self.groups) or self.groups[i] != group_id:
-            return None
-        return Position(group_id, self.offsets[i], self.at[i], self.record_offsets[i])
-
-
 def positions_from_json(text: str | None) -> PartitionPositions:
     """A partition's positions from ``fold_state``: ``["positions/2", groups, offsets, at,
     record offsets]``, or the earlier ``{group: [offset, at, record offset]}``."""
@@ -402,35 +386,43 @@ def positions_to_json(positions: PartitionPositions) -> str:
 
 
 def update_positions(
-    current: PartitionPositions, updates: Iterable[Position]
+    current: PartitionPositions, updates: Iterable[Position] | PartitionPositions
 ) -> PartitionPositions:
     """Apply commit updates; the newest (by effective time, then record offset) wins, and on
     a tie the position already held. Returns ``current`` itself when nothing changed.
 
-    A group already held is found by bisection and new ones are spliced in between slices of
-    the columns, so the work per group of the partition is copying, not Python per group: a
-    partition can hold every group of the cluster while a batch moves a few of them."""
-    updates = list(updates)
-    if not updates:
-        return current
+    ``updates`` as :class:`PartitionPositions` (a batch's commit summary) are read column by
+    column, with no ``Position`` per group. A group already held is found by bisection and new
+    ones are spliced in between slices of the columns, so the work per group of the partition
+    is copying, not Python per group: a partition can hold every group of the cluster while a
+    batch moves a few of them."""
+    entries: Iterable[tuple[str, int | None, int, int]]
+    if isinstance(updates, PartitionPositions):
+        if not current.groups:  # already in group order, one position per group
+            return updates if updates.groups else current
+        entries = zip(
+            updates.groups, updates.offsets, updates.at, updates.record_offsets, strict=True
+        )
+    else:
+        entries = ((p.group_id, p.offset, p.at, p.record_offset) for p in updates)
     groups = current.groups
     offsets, at, record_offsets = (
         list(current.offsets),
         list(current.at),
         list(current.record_offsets),
     )
-    added: dict[str, Position] = {}
+    added: dict[str, tuple[int | None, int, int]] = {}
     changed = False
-    for p in updates:
-        i = bisect.bisect_left(groups, p.group_id)
-        if i < len(groups) and groups[i] == p.group_id:
-            if (p.at, p.record_offset) > (at[i], record_offsets[i]):
-                offsets[i], at[i], record_offsets[i] = p.offset, p.at, p.record_offset
+    for group_id, offset, when, record_offset in entries:
+        i = bisect.bisect_left(groups, group_id)
+        if i < len(groups) and groups[i] == group_id:
+            if (when, record_offset) > (at[i], record_offsets[i]):
+                offsets[i], at[i], record_offsets[i] = offset, when, record_offset
                 changed = True
             continue
-        first = added.get(p.group_id)
-        if first is None or (p.at, p.record_offset) > (first.at, first.record_offset):
-            added[p.group_id] = p
+        first = added.get(group_id)
+        if first is None or (when, record_offset) > first[1:]:
+            added[group_id] = (offset, when, record_offset)
     if not (changed or added):
         return current
     if not added:
@@ -440,10 +432,7 @@ def update_positions(
     start = 0
     for name in sorted(added):
         end = bisect.bisect_left(groups, name, lo=start)
-        p = added[name]
-        for column, values, value in zip(
-            columns, held, (name, p.offset, p.at, p.record_offset), strict=True
-        ):
+        for column, values, value in zip(columns, held, (name, *added[name]), strict=True):
             column.extend(values[start:end])
             column.append(value)
         start = end
@@ -539,8 +528,11 @@ def lag_table(
     offset, and the costly part when segments are read.
     """
     index = LagIndex((), [*history, *new])
-    hint_of = lag_history.isolation_hint(read_committed_groups, read_uncommitted_groups)
-    hints = [hint_of(g) for g in positions.groups]
+    rc_groups, ru_groups = tuple(read_committed_groups), tuple(read_uncommitted_groups)
+    hints: Sequence[bool | None] = [None] * len(positions.groups)
+    if rc_groups or ru_groups:  # no lists (the default): no group has a hint, none is matched
+        hint_of = lag_history.isolation_hint(rc_groups, ru_groups)
+        hints = [hint_of(g) for g in positions.groups]
     live = np.array([o is not None for o in positions.offsets], dtype=bool)
     committed_all = np.array([o if o is not None else 0 for o in positions.offsets], np.int64)
     at = np.array(positions.at, dtype=np.int64)
@@ -577,7 +569,13 @@ def lag_table(
         lost = np.maximum(0, sample.log_start_offset - committed)
         behind = lag_hwm > 0
         distinct, which = np.unique(committed[behind], return_inverse=True)
-        found = [append_time(topic, partition, int(c), seen, record_time) for c in distinct]
+        # The samples' watermark series once per sample, not once per distinct offset: the
+        # groups of a partition can each sit at an offset of their own.
+        series = lag_history.watermark_series(seen)
+        found = [
+            append_time(topic, partition, int(c), seen, record_time, series=series)
+            for c in distinct
+        ]
         appended_at = np.array([np.nan if t is None else t for t, _ in found], np.float64)
         methods = np.array([m for _, m in found], dtype=object)
         appended = np.full(n, np.nan, np.float64)
