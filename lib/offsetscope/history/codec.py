@@ -30,10 +30,7 @@ def to_jsonable(obj: Any) -> Any:
     kind = type(obj)
     if kind in _SCALARS or obj is None:  # most values: no reflection
         return obj
-    names = _FIELD_NAMES.get(kind)
-    if names is not None:
-        return {n: to_jsonable(getattr(obj, n)) for n in names}
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+    if kind in _FIELD_NAMES or (dataclasses.is_dataclass(obj) and not isinstance(obj, type)):
         return {n: to_jsonable(getattr(obj, n)) for n in _field_names(kind)}
     if isinstance(obj, tuple | list):
         return [to_jsonable(v) for v in obj]
