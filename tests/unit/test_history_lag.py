@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import random
+import struct
+
+import numpy as np
 import pytest
 from history_log import T0, Log
 
 from offsetscope.history import LagIndex, fold_offsets, record_time_lookup
+from offsetscope.history.lag import append_time, append_times, watermark_series
 from offsetscope.history.rows import EndOffsetSample, OffsetCommitRow
 from offsetscope.sim.coordinator.log import LogRecord, PartitionLog
 
@@ -244,3 +249,30 @@ def test_lag_without_any_sample_keeps_the_commit_and_no_lag() -> None:
         None,
         None,
     )
+
+
+def _bits(value: float | None) -> bytes | None:
+    return None if value is None else struct.pack("<d", value)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_append_times_are_append_time_to_the_last_bit(seed: int) -> None:
+    """The column-wise form gives, for every offset, the float ``append_time`` gives (the same
+    bits, not approximately) and the same method: brackets, repeated watermarks, samples at
+    the same time, offsets before the first sample and past the last, a watermark that went
+    back, and magnitudes whose products exceed 2**53 (computed one by one)."""
+    rng = random.Random(seed)
+    huge = seed % 4 == 3
+    hwm, at, history = rng.randint(0, 10**15 if huge else 10**6), T0, []
+    for _ in range(rng.randint(0, 12)):
+        at += rng.choice([0, rng.randint(1, 90_000), rng.randint(1, 10**9 if huge else 10**5)])
+        step = rng.choice([0, rng.randint(1, 10**4), rng.randint(1, 10**12 if huge else 10**6)])
+        hwm = max(0, hwm - rng.randint(1, 10**3)) if rng.random() < 0.1 else hwm + step
+        history.append(EndOffsetSample("orders", 0, 0, hwm, -1, at))
+    series = watermark_series(history)
+    top = max([h for _, h in series], default=10) + 10
+    committed = sorted({rng.randint(-1, top) for _ in range(200)} | {h - 1 for _, h in series})
+    got, methods = append_times(np.array(committed, np.int64), series)
+    for offset, value, method in zip(committed, got.tolist(), methods.tolist(), strict=True):
+        want = append_time("orders", 0, offset, history, None)
+        assert (_bits(None if np.isnan(value) else value), method) == (_bits(want[0]), want[1])

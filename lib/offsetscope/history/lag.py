@@ -34,6 +34,8 @@ import fnmatch
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from offsetscope.history.rows import EndOffsetSample, OffsetCommitRow, PartitionLagRow
 
 # (topic, partition, offset) -> timestamp of the first data record at or after that offset
@@ -407,6 +409,80 @@ def append_time(
         t1, h1 = later
         return t - (hwm - target) * (t1 - t) / (h1 - hwm), "extrapolated"
     return None, None
+
+
+# Below this, an int64 product and divisor convert to float64 exactly, so numpy's division
+# rounds once, as Python's division of the exact integers does.
+_EXACT = 2.0**53
+
+
+def append_times(
+    committed: np.ndarray, series: Sequence[tuple[int, int]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`append_time` from the samples alone (no ``record_time``) for many committed
+    offsets at once: the append times (NaN where unknown) and their methods (None there).
+
+    Each value is the float :func:`append_time` returns, to the last bit. The series'
+    watermarks never go down (:func:`watermark_series`), so the first point at or above an
+    offset's target is a binary search; a bracket is interpolated as there, and a target at
+    or below the first point is extrapolated from the first later point above it. The
+    division is numpy's where its integer operands convert to floats exactly (the product of
+    two differences below 2**53: a sample interval's records times its milliseconds), which
+    then rounds as Python's exact one does; any other offset goes through
+    :func:`append_time`.
+    """
+    n = committed.size
+    appended = np.full(n, np.nan, np.float64)
+    methods = np.full(n, None, dtype=object)
+    if not series or not n:
+        return appended, methods
+    times = np.array([t for t, _ in series], np.int64)
+    marks = np.array([h for _, h in series], np.int64)
+    target = committed.astype(np.int64) + 1
+    above = np.searchsorted(marks, target, side="left")  # first point at or above the target
+    inner = (above > 0) & (above < len(series))
+    lo, hi = above[inner] - 1, above[inner]
+    # Interpolated: t0 + (target - h0) * (t - t0) / (h - h0).
+    slow = _divide(
+        appended, methods, np.flatnonzero(inner), times[lo], target[inner] - marks[lo],
+        times[hi] - times[lo], marks[hi] - marks[lo], 1, "interpolated",
+    )  # fmt: skip
+    first_t, first_h = series[0]
+    later = next(((t1, h1) for t1, h1 in series if h1 > first_h and t1 > first_t), None)
+    if later is not None:
+        # Extrapolated back from the first point: t - (h - target) * (t1 - t) / (h1 - h).
+        before = np.flatnonzero(above == 0)
+        m = before.size
+        slow += _divide(
+            appended, methods, before, np.full(m, first_t, np.int64), first_h - target[before],
+            np.full(m, later[0] - first_t, np.int64), np.full(m, later[1] - first_h, np.int64),
+            -1, "extrapolated",
+        )  # fmt: skip
+    points = list(series)
+    for i in slow:
+        appended[i] = append_time("", 0, int(committed[i]), [], None, series=points)[0]
+    return appended, methods
+
+
+def _divide(
+    appended: np.ndarray,
+    methods: np.ndarray,
+    rows: np.ndarray,
+    base: np.ndarray,
+    records: np.ndarray,
+    millis: np.ndarray,
+    divisor: np.ndarray,
+    sign: int,
+    method: str,
+) -> list[int]:
+    """``appended[rows] = base + sign * records * millis / divisor`` as Python computes it on
+    exact integers, and ``methods[rows] = method``; returns the rows whose operands are too
+    large for that, left NaN for the caller to compute one by one."""
+    methods[rows] = method
+    exact = (records.astype(np.float64) * millis < _EXACT) & (divisor < _EXACT)
+    quotient = (records[exact] * millis[exact]).astype(np.float64) / divisor[exact]
+    appended[rows[exact]] = base[exact].astype(np.float64) + sign * quotient
+    return [int(i) for i in rows[~exact]]
 
 
 def watermark_series(history: Sequence[EndOffsetSample]) -> list[tuple[int, int]]:

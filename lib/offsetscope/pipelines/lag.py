@@ -75,7 +75,6 @@ from offsetscope.history.lag import (
     PartitionPositions,
     Position,
     RecordTime,
-    append_time,
 )
 from offsetscope.history.rows import EndOffsetSample
 from offsetscope.history.tables import TABLES as HISTORY_TABLES
@@ -522,10 +521,11 @@ def lag_table(
     :meth:`offsetscope.history.lag.LagIndex.lag` gives for that group and time with the
     group's position as its only commit and the group's hint from the two lists: a position is
     in effect from its time on, a removed one (no offset) has no row. Computed over the
-    partition's groups at once; only the append time of each distinct committed offset behind
-    the high watermark is looked up one by one (``record_time`` where the sampler can read data
-    records, else interpolated from the samples): it is the same for every group at that
-    offset, and the costly part when segments are read.
+    partition's groups at once. The append time of each distinct committed offset behind the
+    high watermark is interpolated from the samples for all of them together
+    (:func:`~offsetscope.history.lag.append_times`); only with ``record_time`` (a sampler that
+    reads data records) is each offset looked up one by one, the costly part when segments
+    are read.
     """
     index = LagIndex((), [*history, *new])
     rc_groups, ru_groups = tuple(read_committed_groups), tuple(read_uncommitted_groups)
@@ -569,15 +569,16 @@ def lag_table(
         lost = np.maximum(0, sample.log_start_offset - committed)
         behind = lag_hwm > 0
         distinct, which = np.unique(committed[behind], return_inverse=True)
-        # The samples' watermark series once per sample, not once per distinct offset: the
-        # groups of a partition can each sit at an offset of their own.
-        series = lag_history.watermark_series(seen)
-        found = [
-            append_time(topic, partition, int(c), seen, record_time, series=series)
-            for c in distinct
-        ]
-        appended_at = np.array([np.nan if t is None else t for t, _ in found], np.float64)
-        methods = np.array([m for _, m in found], dtype=object)
+        # All distinct offsets against the samples at once: the groups of a partition can
+        # each sit at an offset of their own.
+        appended_at, methods = lag_history.append_times(
+            distinct, lag_history.watermark_series(seen)
+        )
+        if record_time is not None:  # a data record's own timestamp wins where it is read
+            for k, offset in enumerate(distinct.tolist()):
+                exact = record_time(topic, partition, offset)
+                if exact is not None:
+                    appended_at[k], methods[k] = float(exact), "exact"
         appended = np.full(n, np.nan, np.float64)
         method = np.full(n, None, dtype=object)
         if distinct.size:
