@@ -570,7 +570,8 @@ def lag_table(
         behind = lag_hwm > 0
         distinct, which = np.unique(committed[behind], return_inverse=True)
         # All distinct offsets against the samples at once: the groups of a partition can
-        # each sit at an offset of their own.
+        # each sit at an offset of their own (docs/benchmarks.md, "Measurements behind design
+        # choices").
         appended_at, methods = lag_history.append_times(
             distinct, lag_history.watermark_series(seen)
         )

@@ -171,6 +171,10 @@ class TableSpec:
             props["delta.enableChangeDataFeed"] = "true"
         if (interval := CHECKPOINT_INTERVALS.get(self.logical)) is not None:
             props["delta.checkpointInterval"] = str(interval)
+        # Delta keeps statistics on every column (no delta.dataSkippingStatsColumns): on the
+        # largest gold append, partition_lag, keeping them on the key alone saved little and
+        # would stop readers skipping files by lag (docs/benchmarks.md, "Measurements behind
+        # design choices").
         return props
 
 
