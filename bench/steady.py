@@ -33,7 +33,8 @@ A batch's wall time runs from the end of the previous batch's ``foreachBatch`` c
 of its own (so it holds the source's planning and the offset and commit log writes too). The
 first batch warms the query (JVM code generation, the first Delta commits) and a batch of fewer
 than 90% of ``max_offsets_per_trigger`` records (the input's tail) is not a steady one; every
-other batch is. Figures:
+other batch is. Each batch also records how many generated-code compilations it caused
+(:func:`compilations`). Figures:
 
 * ``pipeline_steady_records_per_s``: median over the pipeline's steady batches of records /
   wall time, with each batch's per-phase times (``BatchReport.phases``) for the profile;
@@ -199,6 +200,15 @@ def outputs_floor_batch(outputs: dict[str, Any]) -> Callable[..., None]:
     return each
 
 
+def compilations(spark: Any) -> int:
+    """Generated-code compilations (Janino) in this JVM so far, from Spark's ``CodegenMetrics``:
+    on ``local[2]`` the driver and its executor threads share the JVM, so this counts both. A
+    steady batch that still compiles shows Spark's generated-code cache
+    (``spark.sql.codegen.cache.maxEntries``) evicting what the next batch needs again."""
+    metrics = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics
+    return int(metrics.METRIC_COMPILATION_TIME().getCount())
+
+
 def run_floor(
     spark: Any, cfg: Any, checkpoint: Path, each_batch: Callable[..., None] | None = None
 ) -> list[dict[str, Any]]:
@@ -212,6 +222,7 @@ def run_floor(
     wall = SystemClock()
     batches: list[dict[str, Any]] = []
     last = [time.perf_counter()]
+    compiled = [compilations(spark)]
     sequence = writes.BatchSequence()  # the pipeline's rule for which batches are fresh
 
     work = each_batch or floor_batch
@@ -219,10 +230,16 @@ def run_floor(
     def each(batch: Any, batch_id: int) -> None:
         work(cfg, batch, batch_id, wall, fresh=sequence.begin(batch_id))
         sequence.done(batch_id)
-        now = time.perf_counter()
-        batches.append({"batch_id": batch_id, "wall_s": round(now - last[0], 3)})
+        now, count = time.perf_counter(), compilations(spark)
+        batches.append(
+            {
+                "batch_id": batch_id,
+                "wall_s": round(now - last[0], 3),
+                "codegen_compilations": count - compiled[0],
+            }
+        )
         print(f"floor batch {batch_id}: {now - last[0]:.1f} s", file=sys.stderr, flush=True)
-        last[0] = now
+        last[0], compiled[0] = now, count
 
     query = (
         sources.cluster_stream(spark, cfg)
@@ -252,9 +269,10 @@ def run_pipeline(spark: Any, cfg: Any, checkpoint: Path) -> list[dict[str, Any]]
 
     batches: list[dict[str, Any]] = []
     last = [time.perf_counter()]
+    compiled = [compilations(spark)]
 
     def progress(r: ingest.BatchReport) -> None:
-        now = time.perf_counter()
+        now, count = time.perf_counter(), compilations(spark)
         batches.append(
             {
                 "batch_id": r.batch_id,
@@ -263,9 +281,10 @@ def run_pipeline(spark: Any, cfg: Any, checkpoint: Path) -> list[dict[str, Any]]
                 "seconds": round(r.seconds, 3),
                 "phases": {k: round(v, 3) for k, v in sorted(r.phases.items())},
                 "written": dict(r.rows_written),
+                "codegen_compilations": count - compiled[0],
             }
         )
-        last[0] = now
+        last[0], compiled[0] = now, count
         print(r.line(), file=sys.stderr, flush=True)
 
     ingest.run(spark, cfg, checkpoint=str(checkpoint), progress=progress)
