@@ -34,7 +34,8 @@ of its own (so it holds the source's planning and the offset and commit log writ
 first batch warms the query (JVM code generation, the first Delta commits) and a batch of fewer
 than 90% of ``max_offsets_per_trigger`` records (the input's tail) is not a steady one; every
 other batch is. Each batch also records how many generated-code compilations it caused
-(:func:`compilations`). Figures:
+(:func:`compilations`), and after the five runs the driver JVM's memory pools are read
+(:func:`jvm_memory_mib`). Figures:
 
 * ``pipeline_steady_records_per_s``: median over the pipeline's steady batches of records /
   wall time, with each batch's per-phase times (``BatchReport.phases``) for the profile;
@@ -209,6 +210,22 @@ def compilations(spark: Any) -> int:
     return int(metrics.METRIC_COMPILATION_TIME().getCount())
 
 
+def jvm_memory_mib(spark: Any) -> dict[str, float]:
+    """The driver JVM's memory pools in use (MiB) after a full collection: the live heap, the
+    metaspace (loaded classes, generated ones among them) and the JIT's code heaps. Read once,
+    after the timed runs, so that what Spark's generated-code cache keeps shows beside the
+    batch times."""
+    jvm = spark.sparkContext._jvm
+    management = jvm.java.lang.management.ManagementFactory
+    jvm.java.lang.System.gc()
+    out = {"heap": management.getMemoryMXBean().getHeapMemoryUsage().getUsed() / 2**20}
+    for pool in management.getMemoryPoolMXBeans():
+        name = str(pool.getName())
+        if name == "Metaspace" or name.startswith("CodeHeap"):
+            out[name] = pool.getUsage().getUsed() / 2**20
+    return {k: round(v, 1) for k, v in out.items()}
+
+
 def run_floor(
     spark: Any, cfg: Any, checkpoint: Path, each_batch: Callable[..., None] | None = None
 ) -> list[dict[str, Any]]:
@@ -351,9 +368,10 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
                 if read != expected:
                     raise RuntimeError(f"{kind} run {i} read {read} records of {expected}")
                 runs.append({"kind": kind, "batches": batches})
+            memory = jvm_memory_mib(spark)
         finally:
             spark.stop()
-    return {"records": internal, "runs": runs}
+    return {"records": internal, "runs": runs, "jvm_memory_mib": memory}
 
 
 def steady(batches: list[dict[str, Any]], per_trigger: int) -> list[dict[str, Any]]:
@@ -446,7 +464,11 @@ def steady_metrics(res: dict[str, Any], groups: int, per_trigger: int) -> list[M
             "the whole ingest query (every table, quality gates, lag, fold state, audit) "
             f"{run.source} on local[2], available_now; one sample per steady batch (not "
             "the first, not the tail), records / wall time between batch ends",
-            {"runs": runs, "peak_rss_mib": res["peak_rss_mib"]},
+            {
+                "runs": runs,
+                "peak_rss_mib": res["peak_rss_mib"],
+                "jvm_memory_mib": res.get("jvm_memory_mib", {}),
+            },
         )
     if by_kind.get("outputs_floor"):
         out += against_floor(
