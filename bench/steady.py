@@ -210,6 +210,23 @@ def compilations(spark: Any) -> int:
     return int(metrics.METRIC_COMPILATION_TIME().getCount())
 
 
+class BatchMarks:
+    """What a batch took since the previous batch's end: wall seconds and generated-code
+    compilations (:func:`compilations`)."""
+
+    def __init__(self, spark: Any) -> None:
+        self.spark = spark
+        self.last = (time.perf_counter(), compilations(spark))
+
+    def next(self) -> dict[str, Any]:
+        """The batch that just ended, as the ``wall_s`` and ``codegen_compilations`` of its
+        record; the next batch is measured from now."""
+        now = (time.perf_counter(), compilations(self.spark))
+        wall, compiled = now[0] - self.last[0], now[1] - self.last[1]
+        self.last = now
+        return {"wall_s": round(wall, 3), "codegen_compilations": compiled}
+
+
 def jvm_memory_mib(spark: Any) -> dict[str, float]:
     """The driver JVM's memory pools in use (MiB) after a full collection: the live heap, the
     metaspace (loaded classes, generated ones among them) and the JIT's code heaps. Read once,
@@ -238,8 +255,7 @@ def run_floor(
 
     wall = SystemClock()
     batches: list[dict[str, Any]] = []
-    last = [time.perf_counter()]
-    compiled = [compilations(spark)]
+    marks = BatchMarks(spark)
     sequence = writes.BatchSequence()  # the pipeline's rule for which batches are fresh
 
     work = each_batch or floor_batch
@@ -247,16 +263,8 @@ def run_floor(
     def each(batch: Any, batch_id: int) -> None:
         work(cfg, batch, batch_id, wall, fresh=sequence.begin(batch_id))
         sequence.done(batch_id)
-        now, count = time.perf_counter(), compilations(spark)
-        batches.append(
-            {
-                "batch_id": batch_id,
-                "wall_s": round(now - last[0], 3),
-                "codegen_compilations": count - compiled[0],
-            }
-        )
-        print(f"floor batch {batch_id}: {now - last[0]:.1f} s", file=sys.stderr, flush=True)
-        last[0], compiled[0] = now, count
+        batches.append({"batch_id": batch_id, **marks.next()})
+        print(f"floor batch {batch_id}: {batches[-1]['wall_s']:.1f} s", file=sys.stderr, flush=True)
 
     query = (
         sources.cluster_stream(spark, cfg)
@@ -285,23 +293,19 @@ def run_pipeline(spark: Any, cfg: Any, checkpoint: Path) -> list[dict[str, Any]]
     from offsetscope.pipelines import ingest
 
     batches: list[dict[str, Any]] = []
-    last = [time.perf_counter()]
-    compiled = [compilations(spark)]
+    marks = BatchMarks(spark)
 
     def progress(r: ingest.BatchReport) -> None:
-        now, count = time.perf_counter(), compilations(spark)
         batches.append(
             {
                 "batch_id": r.batch_id,
                 "rows_in": r.rows_in,
-                "wall_s": round(now - last[0], 3),
+                **marks.next(),
                 "seconds": round(r.seconds, 3),
                 "phases": {k: round(v, 3) for k, v in sorted(r.phases.items())},
                 "written": dict(r.rows_written),
-                "codegen_compilations": count - compiled[0],
             }
         )
-        last[0], compiled[0] = now, count
         print(r.line(), file=sys.stderr, flush=True)
 
     ingest.run(spark, cfg, checkpoint=str(checkpoint), progress=progress)
