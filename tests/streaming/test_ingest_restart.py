@@ -36,7 +36,7 @@ from run_config import segment_run_config
 
 from offsetscope import config
 from offsetscope.pipelines import ingest
-from offsetscope.pipelines.writer import BatchWriter
+from offsetscope.pipelines.writer import BatchWriter, BatchWrites, Timings
 from offsetscope.sim.synthetic import SyntheticLog, Truth, Workload
 from offsetscope.spark import sources
 from offsetscope.spark import tables as catalogue
@@ -69,8 +69,17 @@ class FailWithoutOneWrite(BatchWriter):
             return tasks[0].logical, 0
         return super()._write_table(spark, batch_id, tasks, *args)
 
-    def run(self, *args: Any, **kwargs: Any) -> dict[str, int]:
-        written = super().run(*args, **kwargs)
+    def open(
+        self, spark: SparkSession, batch_id: int, timings: Timings, *, fresh: bool = False
+    ) -> BatchWrites:
+        return FailAfterWrites(self, spark, batch_id, timings, fresh=fresh)
+
+
+class FailAfterWrites(BatchWrites):
+    """:class:`FailWithoutOneWrite`'s batch: fails once its writes have finished."""
+
+    def finish(self) -> dict[str, int]:
+        written = super().finish()
         if not FailWithoutOneWrite.failed:
             FailWithoutOneWrite.failed = True
             if not (FailWithoutOneWrite.skipped and written.get("fold_state")):

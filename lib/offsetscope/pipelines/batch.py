@@ -31,9 +31,12 @@ Per micro-batch (``foreachBatch``, with ``batch_df.sparkSession``)::
   cost, whatever the history. ``groups_current`` is a log the same way: a group's row is
   appended at the version of the group state it was folded into (``GROUPS_CURRENT`` in
   :mod:`offsetscope.spark.tables`; the view of that name shows each group's latest).
-* **Writes** (:mod:`offsetscope.pipelines.writer`): queued while the batch is worked out, then
-  run table by table in parallel, each gold table behind its quality gate, the fold-state append
-  among them; the audit row last. A batch that failed half-way is replayed from the states as
+* **Writes** (:mod:`offsetscope.pipelines.writer`): queued while the batch is worked out and
+  started in three steps, table by table in parallel, each gold table behind its quality gate.
+  The appends of what the batch read and decoded (bronze, silver, the plain commits) start once
+  the Spark work before the fold is done, and run while the driver folds; the gold writes and
+  the lag once the fold is done; the ``groups_current`` and fold-state appends once the states
+  are versioned; the audit row last, once every other write has finished. A batch that failed half-way is replayed from the states as
   they were before its own fold-state append (:func:`offsetscope.pipelines.state.replay_version`),
   so it is folded again from the same state and yields the same rows; every write is
   idempotent.
@@ -78,7 +81,7 @@ from offsetscope.history.transactions import TxnIdState
 from offsetscope.pipelines import frames, lease
 from offsetscope.pipelines import lag as lagmod
 from offsetscope.pipelines import state as st
-from offsetscope.pipelines.writer import BatchWriter, Timings, Write
+from offsetscope.pipelines.writer import BatchWriter, BatchWrites, Timings, Write
 from offsetscope.protocol.records import OFFSETS_TOPIC
 from offsetscope.quality import tables as qtables
 from offsetscope.spark import decode as dec
@@ -154,6 +157,8 @@ class Batch:
     spark: SparkSession
     started_ms: int
     cluster: str
+    # The monotonic clock when the batch began (its report's seconds).
+    started_s: float = field(default_factory=time.monotonic)
     timings: Timings = field(default_factory=Timings)
     tasks: list[Write] = field(default_factory=list)
     folded: dict[str, int] = field(default_factory=dict)
@@ -169,6 +174,18 @@ class Batch:
     # The fold_state version a replayed batch reads its states at (offsetscope.pipelines.state,
     # replay_version); None: the latest.
     state_version: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Collected:
+    """One cluster's share of a batch once the Spark work before its fold is done."""
+
+    batch: Batch
+    stats: Sequence[Any]
+    decoded: DataFrame
+    routed: step.Routed
+    # The plain commits the summary picks from (None: the share has none).
+    picked: pa.Table | None
 
 
 class IngestPipeline:
@@ -255,7 +272,6 @@ class IngestPipeline:
     def process_batch(self, batch_df: DataFrame, batch_id: int) -> None:
         """The ``foreachBatch`` function."""
         spark = batch_df.sparkSession
-        started = time.monotonic()
         fresh = self.sequence.begin(batch_id)
         shared = Batch(batch_id, spark, self.clock.now_ms(), "", fresh=fresh)
         # One source partition per topic partition (50 of __consumer_offsets by default) would
@@ -267,33 +283,55 @@ class IngestPipeline:
         )
         decoded: list[DataFrame] = []
         try:
-            with shared.timings.timed("read"):
-                stats = frames.source_stats(raw, clustered=sources.CLUSTER in raw.columns)
-            rows_in = sum(int(s["records"]) for s in stats)
-            if rows_in == 0:
-                self.sequence.done(batch_id)
-                return
-            if not fresh:
-                shared.state_version = st.replay_version(
-                    spark, self.cfg, query_name=self.query_name, batch_id=batch_id
-                )
-            counts: dict[str, int] = defaultdict(int)
-            folded: dict[str, int] = defaultdict(int)
-            not_seen = 0
-            partitions: list[dict[str, Any]] = []
-            # Each cluster's records are decoded and folded apart: its fold states, its lag,
-            # its rows. Their writes are queued together, one write per table for the batch.
-            for cluster, cluster_stats in self._by_cluster(stats).items():
-                b = dataclasses.replace(shared, cluster=cluster, folded={}, loaded={})
-                own = raw if len(self.clusters) == 1 else _of_cluster(raw, cluster)
-                part = dec.decode(own).persist(StorageLevel.MEMORY_AND_DISK)
-                decoded.append(part)
-                cluster_in = sum(int(s["records"]) for s in cluster_stats)
-                with b.timings.timed("decode"):
-                    found = frames.decoded_counts(part)
-                cluster_counts = dec.kind_counts(cluster_in, found.by_kind)
-                self._bronze_and_silver(b, own, part, cluster_in, cluster_counts)
-                positions, txn_rows = self._gold(
+            with self.writer.open(spark, batch_id, shared.timings, fresh=fresh) as batch_writes:
+                report = self._work(shared, raw, decoded, batch_writes)
+        finally:
+            # Leaving ``batch_writes`` waited for the writes that read them, also on failure.
+            for part in decoded:
+                part.unpersist()
+            raw.unpersist()
+        self.sequence.done(batch_id)
+        if report is None:
+            return
+        self.reports.append(report)
+        if self.progress is not None:
+            self.progress(report)
+
+    def _work(
+        self, shared: Batch, raw: DataFrame, decoded: list[DataFrame], batch_writes: BatchWrites
+    ) -> BatchReport | None:
+        """The batch's work and writes (None: the batch read no records); ``decoded``
+        collects the clusters' persisted decoded rows."""
+        spark, batch_id = shared.spark, shared.batch_id
+        with shared.timings.timed("read"):
+            stats = frames.source_stats(raw, clustered=sources.CLUSTER in raw.columns)
+        rows_in = sum(int(s["records"]) for s in stats)
+        if rows_in == 0:
+            return None
+        if not shared.fresh:
+            shared.state_version = st.replay_version(
+                spark, self.cfg, query_name=self.query_name, batch_id=batch_id
+            )
+        counts: dict[str, int] = defaultdict(int)
+        folded: dict[str, int] = defaultdict(int)
+        not_seen = 0
+        partitions: list[dict[str, Any]] = []
+        # Each cluster's records are decoded and folded apart: its fold states, its lag, its
+        # rows. The clusters' writes of a table are started together: one write per table and
+        # kind for the batch.
+        collected: list[_Collected] = []
+        for cluster, cluster_stats in self._by_cluster(stats).items():
+            b = dataclasses.replace(shared, cluster=cluster, folded={}, loaded={})
+            own = raw if len(self.clusters) == 1 else _of_cluster(raw, cluster)
+            part = dec.decode(own).persist(StorageLevel.MEMORY_AND_DISK)
+            decoded.append(part)
+            cluster_in = sum(int(s["records"]) for s in cluster_stats)
+            with b.timings.timed("decode"):
+                found = frames.decoded_counts(part)
+            cluster_counts = dec.kind_counts(cluster_in, found.by_kind)
+            self._bronze_and_silver(b, own, part, cluster_in, cluster_counts)
+            collected.append(
+                self._collect(
                     b,
                     part,
                     cluster_counts,
@@ -301,63 +339,65 @@ class IngestPipeline:
                     cluster_stats,
                     unique=frames.coordinates_unique(cluster_stats, found.ascending),
                 )
-                if cluster in self.samplers:
-                    with b.timings.timed("lag"):
-                        lag_inputs = self._lag(b, positions, txn_rows, _read_up_to(cluster_stats))
-                    if lag_inputs:
-                        self._queue_lag(b, lag_inputs)
-                cluster_not_seen, cluster_partitions = self._source_progress(b, cluster_stats)
-                not_seen += cluster_not_seen
-                partitions.extend(cluster_partitions)
-                for kind, n in cluster_counts.items():
-                    counts[kind] += n
-                for fold, n in b.folded.items():
-                    folded[fold] += n
-            event_time = max(
-                (int(s["max_ts"]) for s in stats if s["max_ts"] is not None), default=None
             )
-            shared.new_states.append(
-                lease.lease_row(self.cfg, self.query_name, batch_id, self.clock.now_ms())
+            for kind, n in cluster_counts.items():
+                counts[kind] += n
+        # What the batch read and decoded is appended while the driver folds: those writes
+        # need nothing the fold computes, and the fold leaves the executors idle.
+        batch_writes.start(shared.tasks)
+        shared.tasks.clear()
+        for c in collected:
+            b = c.batch
+            positions, txn_rows = self._fold(b, c)
+            if b.cluster in self.samplers:
+                with b.timings.timed("lag"):
+                    lag_inputs = self._lag(b, positions, txn_rows, _read_up_to(c.stats))
+                if lag_inputs:
+                    self._queue_lag(b, lag_inputs)
+            cluster_not_seen, cluster_partitions = self._source_progress(b, c.stats)
+            not_seen += cluster_not_seen
+            partitions.extend(cluster_partitions)
+            for fold, n in b.folded.items():
+                folded[fold] += n
+        # The gold tables and the lag, while the states are versioned: only the groups_current
+        # rows and the fold-state append need those versions.
+        batch_writes.start(shared.tasks)
+        shared.tasks.clear()
+        event_time = max((int(s["max_ts"]) for s in stats if s["max_ts"] is not None), default=None)
+        shared.new_states.append(
+            lease.lease_row(self.cfg, self.query_name, batch_id, self.clock.now_ms())
+        )
+        self._with_group_states(shared)
+        new_states = self._versioned(shared, shared.new_states)
+        self._queue_current(shared, new_states)
+        # Beside the table writes: a replay reads the states from before this append.
+        shared.tasks.append(
+            Write(
+                st.STATE,
+                False,
+                lambda: st.records(new_states, batch_id=batch_id, now_ms=shared.started_ms),
+                len(new_states),
             )
-            self._with_group_states(shared)
-            new_states = self._versioned(shared, shared.new_states)
-            self._queue_current(shared, new_states)
-            # Beside the table writes: a replay reads the states from before this append.
-            shared.tasks.append(
-                Write(
-                    st.STATE,
-                    False,
-                    lambda: st.records(new_states, batch_id=batch_id, now_ms=shared.started_ms),
-                    len(new_states),
-                )
-            )
-            written = self.writer.run(
-                spark, batch_id, BatchWriter.combine(shared.tasks), shared.timings, fresh=fresh
-            )
-            for row in new_states:
-                self._states[StateKey(row.cluster, row.fold, row.key)] = row
-            self._compact(shared)
-            report = BatchReport(
-                self.query_name,
-                batch_id,
-                rows_in,
-                dict(counts),
-                written,
-                dict(folded),
-                not_seen,
-                event_time,
-                time.monotonic() - started,
-                dict(shared.timings.seconds),
-            )
-            self._audit(shared, report, partitions)
-        finally:
-            for part in decoded:
-                part.unpersist()
-            raw.unpersist()
-        self.sequence.done(batch_id)
-        self.reports.append(report)
-        if self.progress is not None:
-            self.progress(report)
+        )
+        batch_writes.start(shared.tasks)
+        written = batch_writes.finish()
+        for row in new_states:
+            self._states[StateKey(row.cluster, row.fold, row.key)] = row
+        self._compact(shared)
+        report = BatchReport(
+            self.query_name,
+            batch_id,
+            rows_in,
+            dict(counts),
+            written,
+            dict(folded),
+            not_seen,
+            event_time,
+            time.monotonic() - shared.started_s,
+            dict(shared.timings.seconds),
+        )
+        self._audit(shared, report, partitions)
+        return report
 
     def _by_cluster(self, stats: Sequence[Any]) -> dict[str, list[Any]]:
         """The batch's source partitions per cluster (a source without a cluster column: the
@@ -402,7 +442,7 @@ class IngestPipeline:
                     b.tasks, table.logical, dec.silver_frame(decoded, table, batch), n
                 )
 
-    def _gold(
+    def _collect(
         self,
         b: Batch,
         decoded: DataFrame,
@@ -411,10 +451,11 @@ class IngestPipeline:
         stats: Sequence[Any],
         *,
         unique: bool,
-    ) -> tuple[Positions, Sequence[OffsetCommitRow]]:
-        """The fold step over the batch (``plain_count``: its offset commits outside
+    ) -> _Collected:
+        """The Spark work of the fold step over one cluster's share of the batch, and the
+        append of its plain commits queued (``plain_count``: its offset commits outside
         transactions; ``unique``: no two of its records share coordinates, which key the
-        plain commits' rows); returns the lag positions and transactional rows."""
+        plain commits' rows)."""
         light = []
         if any(counts[k] for k in frames.LIGHT_KINDS) or (
             self.markers_visible and counts["offset_commit"]
@@ -422,8 +463,7 @@ class IngestPipeline:
             with b.timings.timed("collect light streams"):
                 light = frames.light_events(decoded)
         routed = step.route(light)
-        summary: dict[str, list[OffsetCommitRow]] = {}
-        positions: Positions = {}
+        picked = None
         if plain_count:
             read_committed = self.read_committed_source[b.cluster]
             with b.timings.timed("commit summary"):
@@ -433,7 +473,6 @@ class IngestPipeline:
                     tombstones=routed.tombstones,
                     one_task=plain_count <= frames.ONE_TASK_COMMITS,
                 )
-                summary, positions = summarize(picked, routed.tombstones)
             # Final as read: gated and appended from the executors.
             BatchWriter.append(
                 b.tasks,
@@ -446,28 +485,38 @@ class IngestPipeline:
                 plain_count,
                 unique_key=unique,
             )
+        return _Collected(b, stats, decoded, routed, picked)
+
+    def _fold(self, b: Batch, c: _Collected) -> tuple[Positions, Sequence[OffsetCommitRow]]:
+        """The fold step over one cluster's share of the batch (:meth:`_collect`): queues the
+        gold writes and new states; returns the lag positions and transactional rows."""
+        summary: dict[str, list[OffsetCommitRow]] = {}
+        positions: Positions = {}
+        if c.picked is not None:
+            with b.timings.timed("commit summary"):
+                summary, positions = summarize(c.picked, c.routed.tombstones)
         offsets_partitions = (
-            sorted({int(s["partition"]) for s in stats if s["topic"] == OFFSETS_TOPIC})
+            sorted({int(s["partition"]) for s in c.stats if s["topic"] == OFFSETS_TOPIC})
             if self.markers_visible
             else []
         )
         # The fold step's keys and this batch's own, read in one query.
-        wanted = routed.wanted(summary, offsets_partitions)
+        wanted = c.routed.wanted(summary, offsets_partitions)
         b.loaded.update(
             self._load_states(
-                b, {**wanted, st.SOURCE: [_source_key(s) for s in stats], st.SAMPLER: ["topics"]}
+                b, {**wanted, st.SOURCE: [_source_key(s) for s in c.stats], st.SAMPLER: ["topics"]}
             )
         )
         with b.timings.timed("fold"):
             folded = step.fold(
-                routed,
+                c.routed,
                 summary,
                 lambda keys: {
                     k: _DECODE_STATE[k[0]](row.state)
                     for k, row in self._load_states(b, keys).items()
                 },
                 offsets_partitions=offsets_partitions,
-                window_commits=lambda windows: frames.window_commits(decoded, windows),
+                window_commits=lambda windows: frames.window_commits(c.decoded, windows),
             )
         b.folded.update(folded.folded)
         for (fold_name, key), state in folded.states.items():

@@ -1,10 +1,13 @@
-"""A micro-batch's table writes: queued while the batch is worked out, then run together.
+"""A micro-batch's table writes: queued while the batch is worked out, and started in steps,
+each step's writes as soon as their sources are ready (:class:`BatchWrites`).
 
 Each table's writes of a batch run in order (a MERGE and an append of the same day would
 conflict); different tables are independent Delta logs, and most of a small write's time is
 commit latency rather than CPU, so ``[pipeline] write_threads`` of them overlap. Tables with a
-MERGE start first: they take longest (longest-first keeps the last thread from starting the
-slowest table).
+MERGE start first within a step: they take longest (longest-first keeps the last thread from
+starting the slowest table). The batch starts the appends of what it read and decoded before
+its fold (lib/offsetscope/pipelines/batch.py): they need nothing the fold computes, and run
+on the cores the driver's own work leaves idle.
 
 **Quality gate.** Before a gold table is written, its suite (:mod:`offsetscope.quality`)
 validates the batch's rows where they are, compiled rather than through great-expectations'
@@ -39,7 +42,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -98,16 +101,32 @@ class Timings:
 
 
 class _Countdown:
-    """Counts events down from ``n``; :meth:`done_one` is true for exactly the last one."""
+    """Counts events down as they are announced; once :meth:`close` says no more will be,
+    exactly one of :meth:`close` and :meth:`done_one` is true: the one that sees the last
+    event (none, when no event was ever announced)."""
 
-    def __init__(self, n: int) -> None:
-        self._left = n
+    def __init__(self) -> None:
+        self._left = 0
+        self._announced = False
+        self._closed = False
         self._lock = threading.Lock()
+
+    def add(self, n: int) -> None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("events announced after the countdown closed")
+            self._left += n
+            self._announced = self._announced or n > 0
 
     def done_one(self) -> bool:
         with self._lock:
             self._left -= 1
-            return self._left == 0
+            return self._closed and self._left == 0
+
+    def close(self) -> bool:
+        with self._lock:
+            self._closed = True
+            return self._announced and self._left == 0
 
 
 class BatchWriter:
@@ -221,6 +240,14 @@ class BatchWriter:
 
     # ------------------------------------------------------------------ running
 
+    def open(
+        self, spark: SparkSession, batch_id: int, timings: Timings, *, fresh: bool = False
+    ) -> BatchWrites:
+        """The writes of batch ``batch_id``, to be started as their sources are ready
+        (:class:`BatchWrites`); ``fresh``: the batch cannot be a replay
+        (:mod:`offsetscope.spark.writes`)."""
+        return BatchWrites(self, spark, batch_id, timings, fresh=fresh)
+
     def run(
         self,
         spark: SparkSession,
@@ -230,41 +257,15 @@ class BatchWriter:
         *,
         fresh: bool = False,
     ) -> dict[str, int]:
-        """Run ``tasks``: tables in parallel, each table's writes in order, each gated;
-        ``fresh``: the batch cannot be a replay (:mod:`offsetscope.spark.writes`).
+        """Run ``tasks`` all at once (:meth:`open`, :meth:`BatchWrites.start`,
+        :meth:`BatchWrites.finish`).
 
         Returns:
             Rows written per table.
         """
-        by_table: dict[str, list[Write]] = defaultdict(list)
-        for task in tasks:
-            by_table[task.logical].append(task)
-        ordered = sorted(by_table.values(), key=lambda ts: not any(t.merge for t in ts))
-        gates = _Countdown(sum(1 for t in tasks if self._validates(t.logical)))
-        results: list[QualityResultRow] = []
-
-        with (
-            timings.timed("writes"),
-            ThreadPoolExecutor(self.cfg.pipeline.write_threads) as pool,
-            ThreadPoolExecutor(1) as results_pool,
-        ):
-            recorded: list[Future[None]] = []
-
-            def gate_passed() -> None:
-                if gates.done_one():
-                    recorded.append(
-                        results_pool.submit(
-                            self._record_quality, spark, batch_id, results, timings, fresh
-                        )
-                    )
-
-            def one_table(ts: list[Write]) -> tuple[str, int]:
-                return self._write_table(spark, batch_id, ts, results, timings, gate_passed, fresh)
-
-            written = dict(pool.map(one_table, ordered))
-            for future in recorded:
-                future.result()
-        return written
+        with self.open(spark, batch_id, timings, fresh=fresh) as batch:
+            batch.start(tasks)
+            return batch.finish()
 
     def _session_for(self, spark: SparkSession, logical: str) -> SparkSession:
         with self._sessions_lock:
@@ -467,6 +468,126 @@ class BatchWriter:
                 batch_id=batch_id,
                 fresh=fresh,
             )
+
+
+class BatchWrites:
+    """The writes of one micro-batch, started in steps as the batch works out their sources.
+
+    A step's writes (:meth:`start`) begin at once: tables in parallel in ``[pipeline]
+    write_threads`` threads, a table's writes in the order they were started -- a later step's
+    write of a table waits for the earlier ones. Each write of a batch is one table and kind
+    (append or MERGE), because a second append or MERGE of a table under the batch's marks
+    would be skipped as a replay of the first (:mod:`offsetscope.spark.writes`).
+    :meth:`finish` waits for every write and for the batch's quality results, recorded once
+    the last gate has passed. Used as a context manager, leaving it waits for what was
+    started, also when the batch failed: nothing of the batch is written after it.
+    """
+
+    def __init__(
+        self,
+        writer: BatchWriter,
+        spark: SparkSession,
+        batch_id: int,
+        timings: Timings,
+        *,
+        fresh: bool,
+    ) -> None:
+        self._writer = writer
+        self._spark = spark
+        self._batch_id = batch_id
+        self._timings = timings
+        self._fresh = fresh
+        self._pool = ThreadPoolExecutor(writer.cfg.pipeline.write_threads)
+        self._results_pool = ThreadPoolExecutor(1)
+        self._started: set[tuple[str, bool]] = set()
+        self._last: dict[str, Future[tuple[str, int]]] = {}
+        self._futures: list[Future[tuple[str, int]]] = []
+        self._recorded: list[Future[None]] = []
+        self._gates = _Countdown()
+        self._results: list[QualityResultRow] = []
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self, tasks: Sequence[Write]) -> None:
+        """Begin ``tasks`` (the clusters' shares of a table and kind made one,
+        :meth:`BatchWriter.combine`); MERGEs first, as they take longest."""
+        by_table: dict[str, list[Write]] = defaultdict(list)
+        for task in BatchWriter.combine(tasks):
+            kind = (task.logical, task.merge)
+            if kind in self._started:
+                raise ValueError(
+                    f"{task.logical}: a second {'MERGE' if task.merge else 'append'} in batch "
+                    f"{self._batch_id} (it would be skipped as a replay of the first)"
+                )
+            self._started.add(kind)
+            by_table[task.logical].append(task)
+        self._gates.add(sum(1 for ts in by_table.values() for t in ts if self._validates(t)))
+        for ts in sorted(by_table.values(), key=lambda ts: not any(t.merge for t in ts)):
+            logical = ts[0].logical
+            # Submitted after it to the same queue, this runs once the earlier write has begun.
+            future = self._pool.submit(self._one_table, ts, self._last.get(logical))
+            self._last[logical] = future
+            self._futures.append(future)
+
+    def finish(self) -> dict[str, int]:
+        """Wait for every write started and record the batch's quality results.
+
+        Returns:
+            Rows written per table.
+        """
+        written: dict[str, int] = defaultdict(int)
+        with self._timings.timed("writes"):
+            for future in self._futures:
+                logical, n = future.result()
+                written[logical] += n
+            if self._gates.close():
+                self._record()
+            for recorded in list(self._recorded):
+                recorded.result()
+        return dict(written)
+
+    def close(self) -> None:
+        """Wait for whatever was started (their errors are :meth:`finish`'s to raise)."""
+        self._pool.shutdown(wait=True)
+        self._results_pool.shutdown(wait=True)
+
+    def _validates(self, task: Write) -> bool:
+        return self._writer._validates(task.logical)
+
+    def _one_table(
+        self, tasks: list[Write], before: Future[tuple[str, int]] | None
+    ) -> tuple[str, int]:
+        if before is not None:
+            before.result()  # this table's earlier write of the batch (its error is raised)
+        return self._writer._write_table(
+            self._spark,
+            self._batch_id,
+            tasks,
+            self._results,
+            self._timings,
+            self._gate_passed,
+            self._fresh,
+        )
+
+    def _gate_passed(self) -> None:
+        if self._gates.done_one():
+            self._record()
+
+    def _record(self) -> None:
+        self._recorded.append(
+            self._results_pool.submit(
+                self._writer._record_quality,
+                self._spark,
+                self._batch_id,
+                self._results,
+                self._timings,
+                self._fresh,
+            )
+        )
 
 
 def _concat(sources: Sequence[RowsSource]) -> pa.Table:
