@@ -21,8 +21,8 @@ over the rows, failing rows quarantined once it has run), any other batch before
 (:func:`offsetscope.quality.expressions.validate_frame`). Either way the results row is kept,
 failing rows go to ``quality_quarantine`` (``[quality] quarantine_failed_rows``) and the rest
 is what gets written. Gates of different tables run in their tables' threads. The results of
-all the batch's gates are recorded in one append as soon as the last gate has passed, while
-the slower writes finish, and before :meth:`run` returns.
+all the batch's gates are recorded in one append as soon as the last gate of its last step has
+passed, while the slower writes finish, and before :meth:`BatchWrites.finish` returns.
 
 **Exactly once.** Every write is marked with its app id and batch id and, unless the batch is
 known not to be a replay (``fresh``), checked against the marks already in its table
@@ -247,25 +247,6 @@ class BatchWriter:
         (:class:`BatchWrites`); ``fresh``: the batch cannot be a replay
         (:mod:`offsetscope.spark.writes`)."""
         return BatchWrites(self, spark, batch_id, timings, fresh=fresh)
-
-    def run(
-        self,
-        spark: SparkSession,
-        batch_id: int,
-        tasks: Sequence[Write],
-        timings: Timings,
-        *,
-        fresh: bool = False,
-    ) -> dict[str, int]:
-        """Run ``tasks`` all at once (:meth:`open`, :meth:`BatchWrites.start`,
-        :meth:`BatchWrites.finish`).
-
-        Returns:
-            Rows written per table.
-        """
-        with self.open(spark, batch_id, timings, fresh=fresh) as batch:
-            batch.start(tasks)
-            return batch.finish()
 
     def _session_for(self, spark: SparkSession, logical: str) -> SparkSession:
         with self._sessions_lock:
@@ -525,7 +506,9 @@ class BatchWrites:
                 )
             self._started.add(kind)
             by_table[task.logical].append(task)
-        self._gates.add(sum(1 for ts in by_table.values() for t in ts if self._validates(t)))
+        self._gates.add(
+            sum(1 for ts in by_table.values() for t in ts if self._writer._validates(t.logical))
+        )
         for ts in sorted(by_table.values(), key=lambda ts: not any(t.merge for t in ts)):
             logical = ts[0].logical
             # Submitted after it to the same queue, this runs once the earlier write has begun.
@@ -554,9 +537,6 @@ class BatchWrites:
         """Wait for whatever was started (their errors are :meth:`finish`'s to raise)."""
         self._pool.shutdown(wait=True)
         self._results_pool.shutdown(wait=True)
-
-    def _validates(self, task: Write) -> bool:
-        return self._writer._validates(task.logical)
 
     def _one_table(
         self, tasks: list[Write], before: Future[tuple[str, int]] | None
