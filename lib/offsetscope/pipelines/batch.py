@@ -343,7 +343,9 @@ class IngestPipeline:
             for kind, n in cluster_counts.items():
                 counts[kind] += n
         # What the batch read and decoded is appended while the driver folds: those writes
-        # need nothing the fold computes, and the fold leaves the executors idle.
+        # need nothing the fold computes, and the fold leaves the executors idle. Not before
+        # the commit summary's jobs, which would queue behind them (Spark runs jobs first in,
+        # first out): docs/benchmarks.md, design choices.
         batch_writes.start(shared.tasks)
         shared.tasks.clear()
         for c in collected:
