@@ -7,6 +7,7 @@ run in the streaming tests, through the same class)."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -153,3 +154,42 @@ def test_leaving_a_failed_batch_waits_for_the_writes_it_started(cfg: config.Conf
         failing_batch()
     # The write had finished when the batch's block was left.
     assert writer.log == [("wrote", UNGATED, False)]
+
+
+def test_a_write_that_fails_beside_a_failed_batch_is_logged(
+    cfg: config.Config, caplog: pytest.LogCaptureFixture
+) -> None:
+    writer = Recording(cfg, fail=[UNGATED])
+
+    def failing_batch() -> None:
+        with writer.open(None, 4, Timings()) as batch:  # type: ignore[arg-type]
+            batch.start([Write(UNGATED, False, rows(1), 1)])
+            raise KeyError("the fold failed")
+
+    with (
+        caplog.at_level(logging.ERROR, logger="offsetscope.pipelines.writer"),
+        pytest.raises(KeyError),
+    ):
+        failing_batch()
+    # The batch's own error is raised; the write's is not lost.
+    assert [r.getMessage() for r in caplog.records] == ["batch 4: a write failed too"]
+    assert "raw_records failed" in caplog.text
+
+
+def test_a_finished_batch_logs_nothing_more(
+    cfg: config.Config, caplog: pytest.LogCaptureFixture
+) -> None:
+    writer = Recording(cfg, fail=[UNGATED])
+
+    def finished_batch() -> None:
+        with writer.open(None, 4, Timings()) as batch:  # type: ignore[arg-type]
+            batch.start([Write(UNGATED, False, rows(1), 1)])
+            batch.finish()
+
+    with (
+        caplog.at_level(logging.ERROR, logger="offsetscope.pipelines.writer"),
+        pytest.raises(RuntimeError, match="raw_records failed"),
+    ):
+        finished_batch()
+    # finish() raised the write's error itself.
+    assert caplog.records == []

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import logging
 import threading
 import time
 from collections import defaultdict
@@ -58,6 +59,8 @@ from offsetscope.quality import validate as quality
 from offsetscope.quality.model import QualityResultRow
 from offsetscope.spark import tables as catalogue
 from offsetscope.spark import writes
+
+log = logging.getLogger(__name__)
 
 # Rows built on the driver, made an Arrow table of the table's written columns when the write
 # runs: converting large fold outputs in the writing thread overlaps the other tables' Delta work.
@@ -486,6 +489,7 @@ class BatchWrites:
         self._recorded: list[Future[None]] = []
         self._gates = _Countdown()
         self._results: list[QualityResultRow] = []
+        self._finished = False
 
     def __enter__(self) -> Self:
         return self
@@ -522,6 +526,7 @@ class BatchWrites:
         Returns:
             Rows written per table.
         """
+        self._finished = True  # the batch fails with what this raises
         written: dict[str, int] = defaultdict(int)
         with self._timings.timed("writes"):
             for future in self._futures:
@@ -534,9 +539,18 @@ class BatchWrites:
         return dict(written)
 
     def close(self) -> None:
-        """Wait for whatever was started (their errors are :meth:`finish`'s to raise)."""
+        """Wait for whatever was started. Their errors are :meth:`finish`'s to raise; when
+        the batch failed before calling it (its own error is the one raised), they are
+        logged."""
         self._pool.shutdown(wait=True)
         self._results_pool.shutdown(wait=True)
+        if self._finished:
+            return
+        started: list[Future[Any]] = [*self._futures, *self._recorded]
+        for future in started:
+            error = future.exception()
+            if error is not None:
+                log.error("batch %d: a write failed too", self._batch_id, exc_info=error)
 
     def _one_table(
         self, tasks: list[Write], before: Future[tuple[str, int]] | None
