@@ -36,10 +36,10 @@ Per micro-batch (``foreachBatch``, with ``batch_df.sparkSession``)::
   The appends of what the batch read and decoded (bronze, silver, the plain commits) start once
   the Spark work before the fold is done, and run while the driver folds; the gold writes and
   the lag once the fold is done; the ``groups_current`` and fold-state appends once the states
-  are versioned; the audit row last, once every other write has finished. A batch that failed half-way is replayed from the states as
-  they were before its own fold-state append (:func:`offsetscope.pipelines.state.replay_version`),
-  so it is folded again from the same state and yields the same rows; every write is
-  idempotent.
+  are versioned; the audit row last, once every other write has finished. A batch that failed
+  half-way is replayed from the states as they were before its own fold-state append
+  (:func:`offsetscope.pipelines.state.replay_version`), so it is folded again from the same
+  state and yields the same rows; every write is idempotent.
 * Infrastructure errors are never caught: they fail the batch and the query.
 """
 
@@ -346,8 +346,7 @@ class IngestPipeline:
         # need nothing the fold computes, and the fold leaves the executors idle. Not before
         # the commit summary's jobs, which would queue behind them (Spark runs jobs first in,
         # first out): docs/benchmarks.md, design choices.
-        batch_writes.start(shared.tasks)
-        shared.tasks.clear()
+        self._start_queued(shared, batch_writes)
         for c in collected:
             b = c.batch
             positions, txn_rows = self._fold(b, c)
@@ -363,8 +362,7 @@ class IngestPipeline:
                 folded[fold] += n
         # The gold tables and the lag, while the states are versioned: only the groups_current
         # rows and the fold-state append need those versions.
-        batch_writes.start(shared.tasks)
-        shared.tasks.clear()
+        self._start_queued(shared, batch_writes)
         event_time = max((int(s["max_ts"]) for s in stats if s["max_ts"] is not None), default=None)
         shared.new_states.append(
             lease.lease_row(self.cfg, self.query_name, batch_id, self.clock.now_ms())
@@ -381,7 +379,7 @@ class IngestPipeline:
                 len(new_states),
             )
         )
-        batch_writes.start(shared.tasks)
+        self._start_queued(shared, batch_writes)
         written = batch_writes.finish()
         for row in new_states:
             self._states[StateKey(row.cluster, row.fold, row.key)] = row
@@ -400,6 +398,12 @@ class IngestPipeline:
         )
         self._audit(shared, report, partitions)
         return report
+
+    @staticmethod
+    def _start_queued(shared: Batch, batch_writes: BatchWrites) -> None:
+        """Start the writes the batch's clusters have queued (one step), and empty the queue."""
+        batch_writes.start(shared.tasks)
+        shared.tasks.clear()
 
     def _by_cluster(self, stats: Sequence[Any]) -> dict[str, list[Any]]:
         """The batch's source partitions per cluster (a source without a cluster column: the
