@@ -3,6 +3,7 @@ of values or types outside the shapes it reads."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,3 +119,17 @@ def test_unreadable_types_fail_when_a_value_reaches_them() -> None:
 def test_values_outside_the_shapes_are_not_written() -> None:
     with pytest.raises(TypeError, match="cannot serialise set"):
         to_jsonable(Unreadable({1}))
+    with pytest.raises(TypeError, match="cannot serialise set"):
+        dumps(Unreadable({1}))
+
+
+def test_the_text_is_that_of_the_jsonable_values() -> None:
+    # dumps encodes the dataclasses itself: its text must stay that of to_jsonable's values,
+    # or a state written before and after would differ for the same value.
+    for value in (
+        GROUP,
+        Node("a", Node("b", None)),
+        Odd(None),
+        Group("g", 1, False, 1e-3, (), None, None),
+    ):
+        assert dumps(value) == json.dumps(to_jsonable(value), separators=(",", ":"), sort_keys=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -9,6 +10,7 @@ from history_log import T0, Log, M
 
 from offsetscope.history import fold_batch, fold_group
 from offsetscope.history.batch import HistoryOutputs
+from offsetscope.history.codec import to_jsonable
 from offsetscope.history.groups import GroupState
 from offsetscope.history.rows import GenerationRow, Replacement, SessionRow, TransitionRow
 from offsetscope.history.tables import materialize
@@ -494,3 +496,5 @@ def test_group_state_round_trips_through_json(offset: int) -> None:
     state, _ = fold_group(None, log.events[: offset + 1])
     assert state is not None
     assert GroupState.from_json(state.to_json()) == state
+    # The text of the C encoder's walk is that of the values' own (codec.to_jsonable).
+    assert state.to_json() == json.dumps(to_jsonable(state), separators=(",", ":"), sort_keys=True)

@@ -163,6 +163,9 @@ class Batch:
     tasks: list[Write] = field(default_factory=list)
     folded: dict[str, int] = field(default_factory=dict)
     new_states: list[st.StateRow] = field(default_factory=list)
+    # The fold step's new states as the fold made them, beside their text: what the parsed
+    # mirror (IngestPipeline._parsed) takes once the batch's states are saved.
+    made: dict[StateKey, tuple[str, step.FoldState]] = field(default_factory=dict)
     loaded: dict[tuple[str, str], st.StateRow] = field(default_factory=dict)
     # The transactions rows the batch's fold step wrote (newer than the table's until written).
     transactions: Sequence[TransactionRow] = ()
@@ -255,6 +258,11 @@ class IngestPipeline:
         # the source of truth: a key is read from it the first time this query needs it, and
         # the mirror takes a batch's states only once that batch saved them.
         self._states: dict[StateKey, st.StateRow | None] = {}
+        # The fold states of the mirror's text, parsed: a state the fold made, or one read and
+        # parsed before. Each is used only while its text is still the mirror's, so it can be
+        # no newer or older than the mirror; it saves the parse of every state a batch folds,
+        # which is most of the driver's own work in a batch over many groups.
+        self._parsed: dict[StateKey, tuple[str, step.FoldState]] = {}
 
     @property
     def sampler(self) -> lagmod.EndOffsetSampler | None:
@@ -383,6 +391,7 @@ class IngestPipeline:
         written = batch_writes.finish()
         for row in new_states:
             self._states[StateKey(row.cluster, row.fold, row.key)] = row
+        self._parsed.update(shared.made)
         self._compact(shared)
         report = BatchReport(
             self.query_name,
@@ -518,7 +527,7 @@ class IngestPipeline:
                 c.routed,
                 summary,
                 lambda keys: {
-                    k: _DECODE_STATE[k[0]](row.state)
+                    k: self._parse(StateKey(b.cluster, *k), row)
                     for k, row in self._load_states(b, keys).items()
                 },
                 offsets_partitions=offsets_partitions,
@@ -526,9 +535,9 @@ class IngestPipeline:
             )
         b.folded.update(folded.folded)
         for (fold_name, key), state in folded.states.items():
-            b.new_states.append(
-                st.StateRow(fold_name, key, state.to_json(), state.last_offset, b.cluster)
-            )
+            text = state.to_json()
+            b.new_states.append(st.StateRow(fold_name, key, text, state.last_offset, b.cluster))
+            b.made[StateKey(b.cluster, fold_name, key)] = (text, state)
         out = folded.outputs
         b.transactions = out.transactions
         BatchWriter.merge_rows(
@@ -538,6 +547,16 @@ class IngestPipeline:
             BatchWriter.merge_rows(b.tasks, logical, getattr(out, name), b.cluster)
         b.current.extend((b.cluster, row) for row in self._label_own(out.groups_current))
         return positions, out.offset_commits
+
+    def _parse(self, key: StateKey, row: st.StateRow) -> step.FoldState:
+        """The fold state of ``row``, the mirror's row of ``key``: parsed from its text unless
+        the parsed mirror holds the state of that same text."""
+        known = self._parsed.get(key)
+        if known is not None and known[0] == row.state:
+            return known[1]
+        state = _DECODE_STATE[key.fold](row.state)
+        self._parsed[key] = (row.state, state)
+        return state
 
     def _label_own(self, rows: Sequence[GroupCurrentRow]) -> list[GroupCurrentRow]:
         """``rows`` with offsetscope's own groups labelled (``offsetscope_own``): the groups
