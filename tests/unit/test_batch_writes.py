@@ -193,3 +193,22 @@ def test_a_finished_batch_logs_nothing_more(
         finished_batch()
     # finish() raised the write's error itself.
     assert caplog.records == []
+
+
+def test_every_failed_table_of_a_finished_batch_is_told(
+    cfg: config.Config, caplog: pytest.LogCaptureFixture
+) -> None:
+    writer = Recording(cfg, fail=[GATED, UNGATED])
+    with (
+        caplog.at_level(logging.ERROR, logger="offsetscope.pipelines.writer"),
+        writer.open(None, 5, Timings()) as batch,  # type: ignore[arg-type]
+    ):
+        batch.start([Write(GATED, False, rows(1), 1), Write(UNGATED, False, rows(1), 1)])
+        batch.start([Write(GATED, True, rows(1), 1)])
+        # The first write started raises; the other table's error is logged; the MERGE that
+        # waited on the failed append fails with the append's error, which is not told twice.
+        with pytest.raises(RuntimeError, match="offset_commits failed"):
+            batch.finish()
+    assert [r.getMessage() for r in caplog.records] == ["batch 5: another write failed too"]
+    assert "raw_records failed" in caplog.text
+    assert writer.recorded == []

@@ -525,13 +525,27 @@ class BatchWrites:
 
         Returns:
             Rows written per table.
+
+        Raises:
+            Exception: the error of the first failed write, in the order they were started;
+                the other tables' errors are logged (a table's later write that waited on a
+                failed one fails with that same error, logged once).
         """
         self._finished = True  # the batch fails with what this raises
         written: dict[str, int] = defaultdict(int)
+        failed: list[BaseException] = []
         with self._timings.timed("writes"):
             for future in self._futures:
-                logical, n = future.result()
-                written[logical] += n
+                error = future.exception()
+                if error is None:
+                    logical, n = future.result()
+                    written[logical] += n
+                elif not any(error is seen for seen in failed):
+                    failed.append(error)
+            if failed:
+                for other in failed[1:]:
+                    log.error("batch %d: another write failed too", self._batch_id, exc_info=other)
+                raise failed[0]
             if self._gates.close():
                 self._record()
             for recorded in list(self._recorded):
