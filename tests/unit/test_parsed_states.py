@@ -1,9 +1,10 @@
-"""The driver's parsed fold states (``IngestPipeline._parse``): a state is parsed from its
-stored text once, and used again only while the mirror's text of its key is that same text.
+"""The fold states the driver keeps parsed (``IngestPipeline._parse``): the states the last
+saved batch's fold made, each used only while the mirror's text of its key is that state's
+text; any other state is parsed from its text.
 
-No Spark: the pipeline is built without samplers, and its mirror rows are made here. That the
-fold's own states, kept after a batch, fold the same as states parsed after a restart is what
-the streaming restart tests and the chaos trials compare."""
+No Spark: the pipeline is built without samplers, and its rows are made here. That the fold's
+own states, kept after a batch, fold the same as states parsed after a restart is what the
+streaming restart tests and the chaos trials compare."""
 
 from __future__ import annotations
 
@@ -27,43 +28,44 @@ def _state(generation: int) -> GroupState:
     return state
 
 
-def _row(state: GroupState) -> st.StateRow:
-    return st.StateRow(KEY.fold, KEY.key, state.to_json(), state.last_offset, KEY.cluster)
+def _row(state: GroupState, seq: int | None = None) -> st.StateRow:
+    return st.StateRow(KEY.fold, KEY.key, state.to_json(), state.last_offset, KEY.cluster, seq)
 
 
-def _pipeline() -> batch.IngestPipeline:
-    return batch.IngestPipeline(
+def _pipeline(made: GroupState | None = None) -> batch.IngestPipeline:
+    pipe = batch.IngestPipeline(
         config.with_pipeline(config.load("local"), sample_end_offsets=False)
     )
+    if made is not None:
+        pipe._parsed = {KEY: (made.to_json(), made)}
+    return pipe
 
 
-def test_a_state_is_parsed_once_for_its_text() -> None:
-    pipe = _pipeline()
-    row = _row(_state(1))
-    first = pipe._parse(KEY, row)
-    assert first == GroupState.from_json(row.state)
-    assert pipe._parse(KEY, row) is first
-    # The same text in a new row (a later version of an unchanged state): still the same state.
-    assert pipe._parse(KEY, _row(_state(1))) is first
+def test_a_state_the_last_batch_made_is_taken_for_its_text() -> None:
+    made = _state(3)
+    pipe = _pipeline(made)
+    assert pipe._parse(KEY, _row(made)) is made
+    # The mirror's row at a later version of the same state: the same text, the same state.
+    assert pipe._parse(KEY, _row(made, seq=4)) is made
 
 
-def test_a_new_text_of_the_key_is_parsed_again() -> None:
-    pipe = _pipeline()
-    old = pipe._parse(KEY, _row(_state(1)))
-    newer = _row(_state(2))
+def test_another_text_of_the_key_is_parsed() -> None:
+    made = _state(3)
+    pipe = _pipeline(made)
+    newer = _row(_state(4))
     state = pipe._parse(KEY, newer)
-    assert state is not old
+    assert state is not made
     assert state == GroupState.from_json(newer.state)
     assert state.current is not None
-    assert state.current.generation == 2
+    assert state.current.generation == 4
 
 
-def test_a_state_the_fold_made_is_used_for_its_own_text_only() -> None:
-    pipe = _pipeline()
+def test_a_state_is_kept_for_its_own_key_only() -> None:
     made = _state(3)
-    row = _row(made)
-    pipe._parsed[KEY] = (row.state, made)
-    assert pipe._parse(KEY, row) is made
-    # Another key's row of the same text is parsed for that key.
+    pipe = _pipeline(made)
     other = StateKey("default", "group", "h")
-    assert pipe._parse(other, row) is not made
+    parsed = pipe._parse(other, _row(made))
+    assert parsed is not made
+    assert parsed == made
+    # Nothing read is kept: a state parsed from its text is parsed again the next time.
+    assert pipe._parse(other, _row(made)) is not parsed
