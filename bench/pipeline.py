@@ -13,7 +13,8 @@ its own warehouse, checkpoint and Derby metastore under ``.work/bench/pipeline/`
 are created before the clock starts; everything from the first micro-batch's read to the last
 batch's audit row is timed. The parent samples the resident memory of the process tree every
 0.2 s: the driver (the JVM), the Python driver, and Spark's Python workers (``pyspark.daemon``
-and its forks), each as the peak of their summed RSS.
+and its forks), each as the peak of their summed RSS (any other JVM of the tree, such as a
+harness broker, apart: :func:`_role`).
 
 Figures:
 
@@ -163,10 +164,26 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def _role(pid: int, root: int) -> str:
+    """A process of a benchmark's tree by role: ``python_driver`` (the root), ``driver_jvm``
+    (the Spark JVM it starts), ``other_jvm`` (any other JVM: the harness broker of the steady
+    benchmark) and ``python_workers`` (every other descendant: ``pyspark.daemon`` and the
+    workers it forks)."""
+    if pid == root:
+        return "python_driver"
+    command = _cmdline(pid)
+    if "java" in command.split(" ", 1)[0]:
+        return "driver_jvm" if SPARK_JVM in command else "other_jvm"
+    return "python_workers"
+
+
+# The Spark JVM's main class: ``pyspark`` starts the driver through it.
+SPARK_JVM = "org.apache.spark.deploy.SparkSubmit"
+
+
 class RssSampler:
-    """Peak summed RSS per role of a process tree: ``python_driver`` (the root),
-    ``driver_jvm`` (the JVM it starts) and ``python_workers`` (every other descendant:
-    ``pyspark.daemon`` and the workers it forks)."""
+    """Peak summed RSS per role of a process tree (:func:`_role`); ``other_jvm`` only when the
+    tree has one."""
 
     def __init__(self, root: int, interval_s: float = 0.2) -> None:
         self.root = root
@@ -188,27 +205,109 @@ class RssSampler:
         self._thread.join()
 
     def sample(self) -> dict[str, float]:
-        tree = _children()
         now = dict.fromkeys(self.peak, 0.0)
-        stack = [self.root]
-        while stack:
-            pid = stack.pop()
-            stack.extend(tree.get(pid, ()))
-            if pid == self.root:
-                role = "python_driver"
-            elif "java" in _cmdline(pid).split(" ", 1)[0]:
-                role = "driver_jvm"
-            else:
-                # pyspark.daemon and the workers it forks (the JVM's only other children)
-                role = "python_workers"
-            now[role] += _rss_mib(pid)
+        for pid in _tree(self.root):
+            role = _role(pid, self.root)
+            now[role] = now.get(role, 0.0) + _rss_mib(pid)
         for k, v in now.items():
-            self.peak[k] = max(self.peak[k], v)
+            self.peak[k] = max(self.peak.get(k, 0.0), v)
         return now
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
             self.sample()
+
+
+def _tree(root: int) -> list[int]:
+    """``root`` and its descendants."""
+    children = _children()
+    out, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        out.append(pid)
+        stack.extend(children.get(pid, ()))
+    return out
+
+
+# ---------------------------------------------------------------------- CPU accounting
+
+# Where a benchmark's CPU time goes, per role of its process tree. The Spark JVM's time is
+# split by thread: its JIT compiler threads (``C1 CompilerThre``, ``C2 CompilerThre``: Linux
+# keeps 15 characters of a thread's name) and garbage collector threads (``GC Thread#n``,
+# ``G1 ...``) by name, the rest -- executor tasks, Delta, planning, py4j -- as ``jvm_other``:
+# the process's own total less the named threads, so that threads which have ended (executor
+# task threads come and go) still count. On 2 cores the JVM keeps one C1 and one C2 compiler
+# thread and a fixed set of GC threads for its whole life.
+CPU_ROLES = ("python_driver", "jvm_jit", "jvm_gc", "jvm_other", "python_workers", "other_jvm")
+
+
+def cpu_seconds(root: int) -> dict[str, float]:
+    """CPU seconds (user and system) used so far by ``root``'s process tree, per
+    :data:`CPU_ROLES`. ``python_workers`` holds the workers' own time and that of workers
+    which have exited (their parent's reaped children's time)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = dict.fromkeys(CPU_ROLES, 0.0)
+    for pid in _tree(root):
+        fields = _stat_fields(Path(f"/proc/{pid}/stat"))
+        if fields is None:
+            continue  # it ended while the tree was walked
+        own, reaped = (fields[11] + fields[12]) / tick, (fields[13] + fields[14]) / tick
+        role = _role(pid, root)
+        if role == "driver_jvm":
+            named = _jvm_threads(pid, tick)
+            out["jvm_jit"] += named["jvm_jit"]
+            out["jvm_gc"] += named["jvm_gc"]
+            out["jvm_other"] += own - named["jvm_jit"] - named["jvm_gc"]
+        elif role == "python_workers":
+            out[role] += own + reaped
+        else:
+            out[role] += own
+    return out
+
+
+def cpu_split(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """What each role used between two :func:`cpu_seconds` readings, in tenths of seconds."""
+    return {role: round(after[role] - before[role], 1) for role in CPU_ROLES}
+
+
+def _jvm_threads(pid: int, tick: int) -> dict[str, float]:
+    """CPU seconds of a JVM's JIT compiler and garbage collector threads."""
+    out = {"jvm_jit": 0.0, "jvm_gc": 0.0}
+    try:
+        threads = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return out
+    for thread in threads:
+        try:
+            name = (thread / "comm").read_text().strip()
+        except OSError:
+            continue
+        role = jvm_thread_role(name)
+        fields = _stat_fields(thread / "stat")
+        if role is not None and fields is not None:
+            out[role] += (fields[11] + fields[12]) / tick
+    return out
+
+
+def jvm_thread_role(name: str) -> str | None:
+    """``jvm_jit``, ``jvm_gc`` or None (any other thread) for a JVM thread's name as Linux
+    keeps it."""
+    if "CompilerThre" in name:
+        return "jvm_jit"
+    if name.startswith(("GC Thread", "G1 ")):
+        return "jvm_gc"
+    return None
+
+
+def _stat_fields(path: Path) -> list[int] | None:
+    """The numeric fields of a ``/proc`` ``stat`` file after the command name (field 4 on, so
+    utime is index 11), or None when the process or thread is gone."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    # the command name is parenthesised and may hold spaces: the fields follow the last ')'
+    return [int(v) if v.lstrip("-").isdigit() else 0 for v in text.rsplit(")", 1)[1].split()]
 
 
 # ---------------------------------------------------------------------- one ingest run

@@ -34,8 +34,12 @@ of its own (so it holds the source's planning and the offset and commit log writ
 first batch warms the query (JVM code generation, the first Delta commits) and a batch of fewer
 than 90% of ``max_offsets_per_trigger`` records (the input's tail) is not a steady one; every
 other batch is. Each batch also records how many generated-code compilations it caused
-(:func:`compilations`), and after the five runs the driver JVM's memory pools are read
-(:func:`jvm_memory_mib`). Figures:
+(:func:`compilations`) and the CPU seconds each part of the process tree spent in it
+(:class:`BatchMarks`: the Python driver, the Spark JVM's JIT compiler, garbage collector and
+other threads, the Python workers, the broker), and after the five runs the driver JVM's
+memory pools are read (:func:`jvm_memory_mib`). Every figure's notes carry the medians of its
+steady batches' CPU split and how many cores they kept busy (:func:`with_cpu`), so that a run
+says where its time went. Figures:
 
 * ``pipeline_steady_records_per_s``: median over the pipeline's steady batches of records /
   wall time, with each batch's per-phase times (``BatchReport.phases``) for the profile;
@@ -52,9 +56,11 @@ other batch is. Each batch also records how many generated-code compilations it 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -64,7 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Metric, harness_broker
-from bench.pipeline import GROUPS, PARTITIONS, Input, run_worker
+from bench.pipeline import GROUPS, PARTITIONS, Input, cpu_seconds, cpu_split, run_worker
 from bench.pipeline_broker import broker_config, mirror_scale
 
 # Three full micro-batches of 1,000,000 (the first warms the query) and a short tail.
@@ -211,20 +217,26 @@ def compilations(spark: Any) -> int:
 
 
 class BatchMarks:
-    """What a batch took since the previous batch's end: wall seconds and generated-code
-    compilations (:func:`compilations`)."""
+    """What a batch took since the previous batch's end: wall seconds, generated-code
+    compilations (:func:`compilations`) and the CPU seconds of this process's tree per role
+    (:func:`bench.pipeline.cpu_seconds`: the Python driver, the Spark JVM's JIT, garbage
+    collector and other threads, the Python workers, the harness broker)."""
 
     def __init__(self, spark: Any) -> None:
         self.spark = spark
-        self.last = (time.perf_counter(), compilations(spark))
+        self.last = self._now()
+
+    def _now(self) -> tuple[float, int, dict[str, float]]:
+        return time.perf_counter(), compilations(self.spark), cpu_seconds(os.getpid())
 
     def next(self) -> dict[str, Any]:
-        """The batch that just ended, as the ``wall_s`` and ``codegen_compilations`` of its
-        record; the next batch is measured from now."""
-        now = (time.perf_counter(), compilations(self.spark))
+        """The batch that just ended, as the ``wall_s``, ``codegen_compilations`` and
+        ``cpu_s`` of its record; the next batch is measured from now."""
+        now = self._now()
         wall, compiled = now[0] - self.last[0], now[1] - self.last[1]
+        cpu = cpu_split(self.last[2], now[2])
         self.last = now
-        return {"wall_s": round(wall, 3), "codegen_compilations": compiled}
+        return {"wall_s": round(wall, 3), "codegen_compilations": compiled, "cpu_s": cpu}
 
 
 def jvm_memory_mib(spark: Any) -> dict[str, float]:
@@ -427,20 +439,27 @@ def steady_metrics(res: dict[str, Any], groups: int, per_trigger: int) -> list[M
             f"{stored}: {res['records']:,} records, micro-batches of {per_trigger:,}"
         )
 
-    floor = Metric(
-        "floor_steady_records_per_s",
-        "records/s",
-        rates(by_kind["floor"]),
-        described(PIPELINES["pipeline"].stored),
-        "the same source and micro-batches with only the raw_records append and the decoded "
-        "offset_commits append, two runs bracketing the pipeline's; one sample per steady batch",
+    floor = with_cpu(
+        Metric(
+            "floor_steady_records_per_s",
+            "records/s",
+            rates(by_kind["floor"]),
+            described(PIPELINES["pipeline"].stored),
+            "the same source and micro-batches with only the raw_records append and the decoded "
+            "offset_commits append, two runs bracketing the pipeline's; one sample per steady "
+            "batch",
+        ),
+        by_kind["floor"],
     )
 
     def against_floor(
         figure: str, ratio: str, kind: str, how: str, extra: dict[str, Any] | None = None
     ) -> list[Metric]:
         stored = PIPELINES.get(kind, PIPELINES["pipeline"]).stored
-        run = Metric(figure, "records/s", rates(by_kind[kind]), described(stored), how)
+        run = with_cpu(
+            Metric(figure, "records/s", rates(by_kind[kind]), described(stored), how),
+            by_kind[kind],
+        )
         run.extra.update(extra or {})
         return [
             run,
@@ -484,6 +503,47 @@ def steady_metrics(res: dict[str, Any], groups: int, per_trigger: int) -> list[M
             "write_threads threads; nothing computed: a ceiling of pipeline_vs_floor_ratio",
         )
     return [out[0], floor, *out[1:]]
+
+
+# How the CPU roles read in the figures' notes.
+CPU_LABELS = {
+    "python_driver": "driver Python",
+    "jvm_jit": "JIT compiler threads",
+    "jvm_gc": "garbage collection",
+    "jvm_other": "other JVM threads (tasks, Delta, planning)",
+    "python_workers": "Python workers",
+    "other_jvm": "the broker",
+}
+
+
+def cpu_profile(batches: list[dict[str, Any]]) -> dict[str, float] | None:
+    """Medians over ``batches`` of each role's CPU seconds (:data:`CPU_LABELS`) and of the
+    cores they kept busy (every role's CPU over the batch's wall time); None when a batch has
+    no CPU split (a result recorded before the benchmark measured it)."""
+    if not batches or any("cpu_s" not in b for b in batches):
+        return None
+    out = {
+        role: round(statistics.median(b["cpu_s"].get(role, 0.0) for b in batches), 1)
+        for role in CPU_LABELS
+    }
+    out["cores_busy"] = round(
+        statistics.median(sum(b["cpu_s"].values()) / b["wall_s"] for b in batches), 2
+    )
+    return out
+
+
+def with_cpu(metric: Metric, batches: list[dict[str, Any]]) -> Metric:
+    """``metric`` with its steady ``batches``' :func:`cpu_profile` in its notes and extra."""
+    profile = cpu_profile(batches)
+    if profile is None:
+        return metric
+    spent = ", ".join(f"{label} {profile[role]}" for role, label in CPU_LABELS.items())
+    metric.extra["cpu_s_per_steady_batch"] = profile
+    return dataclasses.replace(
+        metric,
+        notes=f"{metric.notes}; CPU-seconds a steady batch (medians): {spent}; "
+        f"{profile['cores_busy']} cores busy",
+    )
 
 
 if __name__ == "__main__":

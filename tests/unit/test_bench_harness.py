@@ -138,6 +138,107 @@ def test_rss_sampler_counts_the_root_and_its_children() -> None:
         parent.wait()
 
 
+def test_cpu_accounting_gives_each_process_of_the_tree_its_role() -> None:
+    import subprocess
+    import time
+
+    from bench.pipeline import CPU_ROLES, cpu_seconds
+
+    # A root of our own with one Python child that spends 0.3 s of CPU, then waits.
+    burn = "import time\nwhile time.process_time() < 0.3:\n    pass\ntime.sleep(30)"
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import subprocess, sys, time; "
+                f"subprocess.Popen([sys.executable, '-c', {burn!r}]); "
+                "time.sleep(30)"
+            ),
+        ]
+    )
+    try:
+        deadline = time.monotonic() + 20
+        spent = cpu_seconds(parent.pid)
+        # /proc counts in clock ticks, which may round the child's 0.3 s down by one.
+        while spent["python_workers"] < 0.28 and time.monotonic() < deadline:
+            spent = cpu_seconds(parent.pid)  # until the child has spent its 0.3 s
+        assert set(spent) == set(CPU_ROLES)
+        assert spent["python_workers"] >= 0.28  # the child: neither the root nor a JVM
+        assert 0 < spent["python_driver"] < spent["python_workers"]
+        assert spent["jvm_jit"] == spent["jvm_gc"] == spent["jvm_other"] == 0
+        assert spent["other_jvm"] == 0
+    finally:
+        subprocess.run(["pkill", "-P", str(parent.pid)], check=False)
+        parent.kill()
+        parent.wait()
+
+
+def test_a_jvm_is_the_spark_driver_only_when_it_runs_spark_submit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from bench import pipeline
+
+    commands = {
+        2: "/usr/bin/java -cp x org.apache.spark.deploy.SparkSubmit pyspark-shell",
+        3: "/usr/lib/jvm/bin/java -Xmx1g kafka.Kafka server.properties",
+        4: "/work/.venv/bin/python -m pyspark.daemon",
+    }
+    monkeypatch.setattr(pipeline, "_cmdline", lambda pid: commands[pid])
+    assert pipeline._role(1, root=1) == "python_driver"
+    assert pipeline._role(2, root=1) == "driver_jvm"
+    assert pipeline._role(3, root=1) == "other_jvm"  # a harness broker is not the driver
+    assert pipeline._role(4, root=1) == "python_workers"
+
+
+def test_jvm_threads_are_told_apart_by_their_names() -> None:
+    from bench.pipeline import jvm_thread_role
+
+    assert jvm_thread_role("C2 CompilerThre") == "jvm_jit"
+    assert jvm_thread_role("C1 CompilerThre") == "jvm_jit"
+    assert jvm_thread_role("GC Thread#1") == "jvm_gc"
+    assert jvm_thread_role("G1 Conc#0") == "jvm_gc"
+    assert jvm_thread_role("Executor task l") is None
+    assert jvm_thread_role("VM Thread") is None
+
+
+def test_steady_figures_carry_the_cpu_each_role_spent_a_steady_batch() -> None:
+    from bench.steady import steady_metrics
+
+    def run(kind: str, *jit: float) -> dict[str, object]:
+        batches = []
+        for i, seconds in enumerate(jit):
+            cpu = dict.fromkeys(
+                ("python_driver", "jvm_gc", "jvm_other", "python_workers", "other_jvm"), 1.0
+            )
+            batches.append(
+                {
+                    "batch_id": i,
+                    "rows_in": 1_000_000,
+                    "wall_s": 10.0,
+                    "cpu_s": {**cpu, "jvm_jit": seconds},
+                }
+            )
+        return {"kind": kind, "batches": batches}
+
+    # The first batch of each run (JIT 50 s) is not steady.
+    res = _result(run("floor", 50.0, 3.0, 5.0), run("pipeline", 50.0, 7.0, 9.0, 11.0))
+    by_name = {m.name: m for m in steady_metrics(res, 10_000, 1_000_000)}
+    pipeline = by_name["pipeline_steady_records_per_s"]
+    assert pipeline.extra["cpu_s_per_steady_batch"]["jvm_jit"] == 9.0
+    assert pipeline.extra["cpu_s_per_steady_batch"]["cores_busy"] == 1.4  # (9 + 5) / 10
+    assert "JIT compiler threads 9.0" in pipeline.notes
+    assert "1.4 cores busy" in pipeline.notes
+    assert by_name["floor_steady_records_per_s"].extra["cpu_s_per_steady_batch"]["jvm_jit"] == 4.0
+    # Batches recorded before the CPU was measured give the figures without it.
+    plain = {
+        m.name: m
+        for m in steady_metrics(_result(_run("floor", 9, 9), _run("pipeline", 9, 9)), 1, 1_000_000)
+    }
+    assert "cpu_s_per_steady_batch" not in plain["pipeline_steady_records_per_s"].extra
+    assert "CPU-seconds" not in plain["pipeline_steady_records_per_s"].notes
+
+
 def test_freshness_percentile_is_nearest_rank() -> None:
     from bench.freshness import _percentile
 
