@@ -10,6 +10,7 @@ In one process, one Spark session (``local[2]``), one after the other on the sam
 topics, each query into a schema and checkpoint of its own, ``trigger = available_now``,
 ``max_offsets_per_trigger`` = 1,000,000 (``BENCH_PIPELINE_PER_TRIGGER``):
 
+0. the ingest query once, not measured: the warm-up (below);
 1. the floor;
 2. the ingest query (``offsetscope.pipelines.ingest.run``: every table, quality gates, lag
    against the broker's end offsets, fold state, audit);
@@ -29,6 +30,14 @@ appends: each batch coalesced to ``[spark] shuffle_partitions`` and persisted, a
 appended to ``offset_commits`` -- the two writes every design keeps, under the same commit marks
 and replay rule as the pipeline's writes (``lib/offsetscope/spark/writes.py``).
 
+The warm-up runs the pipeline's code -- and the Kafka source's, Delta's and Parquet's, which
+the floor runs too -- through the JVM's JIT before anything is measured, as a long-running
+query's JVM has. Without it the first measured pipeline run was the JVM's first sight of most
+of the pipeline's code: its steady batches compiled up to 46 generated classes and spent up to
+12 CPU-seconds in the JIT compiler threads, against 6 classes and 3 CPU-seconds for the same
+batches of the log-directory run after it (``docs/benchmarks.md``, design choices). The
+warm-up's batches are kept in the results as run ``warm_up`` and count in no figure.
+
 A batch's wall time runs from the end of the previous batch's ``foreachBatch`` call to the end
 of its own (so it holds the source's planning and the offset and commit log writes too). The
 first batch warms the query (JVM code generation, the first Delta commits) and a batch of fewer
@@ -36,7 +45,7 @@ than 90% of ``max_offsets_per_trigger`` records (the input's tail) is not a stea
 other batch is. Each batch also records how many generated-code compilations it caused
 (:func:`compilations`) and the CPU seconds each part of the process tree spent in it
 (:class:`BatchMarks`: the Python driver, the Spark JVM's JIT compiler, garbage collector and
-other threads, the Python workers, the broker), and after the five runs the driver JVM's
+other threads, the Python workers, the broker), and after the six runs the driver JVM's
 memory pools are read (:func:`jvm_memory_mib`). Every figure's notes carry the medians of its
 steady batches' CPU split and how many cores they kept busy (:func:`with_cpu`), so that a run
 says where its time went. Figures:
@@ -77,7 +86,7 @@ from bench.pipeline_broker import broker_config, mirror_scale
 DURATION_S = 90
 # A batch below this share of max_offsets_per_trigger is the input's tail, not a steady batch.
 FULL_BATCH = 0.9
-RUNS = ("floor", "pipeline", "pipeline_logdir", "outputs_floor", "floor")
+RUNS = ("warm_up", "floor", "pipeline", "pipeline_logdir", "outputs_floor", "floor")
 # The floor's own tables; the outputs floor adds the pipeline's other tables beside them.
 FLOOR_TABLES = frozenset({"raw_records", "offset_commits"})
 
@@ -325,7 +334,7 @@ def run_pipeline(spark: Any, cfg: Any, checkpoint: Path) -> list[dict[str, Any]]
 
 
 def worker(spec: dict[str, Any]) -> dict[str, Any]:
-    """Broker, mirror and the three queries in this process (module docstring)."""
+    """Broker, mirror, the warm-up and the measured runs in this process (module docstring)."""
     from offsetscope import config
     from offsetscope.quality import tables as quality
     from offsetscope.spark.session import build_session
@@ -376,6 +385,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
                         # The segment source also reads the control records the Kafka one
                         # never delivers.
                         expected = int(spec["log_dir_records"])
+                    # The warm-up is the pipeline from the broker: it is not a figure.
                     ensure_tables(spark, cfg)
                     batches = run_pipeline(spark, cfg, out / f"checkpoint-{i}")
                     if kind == "pipeline":

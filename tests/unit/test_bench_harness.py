@@ -202,6 +202,18 @@ def test_jvm_threads_are_told_apart_by_their_names() -> None:
     assert jvm_thread_role("VM Thread") is None
 
 
+def test_the_warm_up_run_counts_in_no_figure() -> None:
+    from bench.steady import RUNS, steady_metrics
+
+    assert RUNS[0] == "warm_up"  # before anything measured
+    res = _result(_run("warm_up", 90, 1, 1), _run("floor", 9, 10, 10), _run("pipeline", 9, 20, 25))
+    by_name = {m.name: m for m in steady_metrics(res, 10_000, 1_000_000)}
+    assert by_name["pipeline_steady_records_per_s"].samples == [50_000.0, 40_000.0]
+    assert by_name["floor_steady_records_per_s"].samples == [100_000.0, 100_000.0]
+    # Its batches stay in the record, beside the measured runs'.
+    assert by_name["pipeline_steady_records_per_s"].extra["runs"][0]["kind"] == "warm_up"
+
+
 def test_steady_figures_carry_the_cpu_each_role_spent_a_steady_batch() -> None:
     from bench.steady import steady_metrics
 
