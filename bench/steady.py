@@ -33,10 +33,10 @@ and replay rule as the pipeline's writes (``lib/offsetscope/spark/writes.py``).
 The warm-up runs the pipeline's code -- and the Kafka source's, Delta's and Parquet's, which
 the floor runs too -- through the JVM's JIT before anything is measured, as a long-running
 query's JVM has. Without it the first measured pipeline run was the JVM's first sight of most
-of the pipeline's code: its steady batches compiled up to 46 generated classes and spent up to
-12 CPU-seconds in the JIT compiler threads, against 6 classes and 3 CPU-seconds for the same
-batches of the log-directory run after it (``docs/benchmarks.md``, design choices). The
-warm-up's batches are kept in the results as run ``warm_up`` and count in no figure.
+of the pipeline's code: its steady batches compiled several times the generated classes, and
+kept the JIT compiler threads several times as busy, as the same batches of the log-directory
+run after it (``docs/benchmarks.md``, design choices). The warm-up's batches are kept in the
+results as run ``warm_up`` and count in no figure.
 
 A batch's wall time runs from the end of the previous batch's ``foreachBatch`` call to the end
 of its own (so it holds the source's planning and the offset and commit log writes too). The
@@ -378,6 +378,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
                     for df in outputs.values():
                         df.unpersist()
                 else:
+                    # "pipeline", and "warm_up": the same run from the broker, in no figure.
                     if kind == "pipeline_logdir":
                         cfg = config.with_segment_source(
                             cfg, log_dir, max_records_per_trigger=per_trigger
@@ -385,7 +386,6 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
                         # The segment source also reads the control records the Kafka one
                         # never delivers.
                         expected = int(spec["log_dir_records"])
-                    # The warm-up is the pipeline from the broker: it is not a figure.
                     ensure_tables(spark, cfg)
                     batches = run_pipeline(spark, cfg, out / f"checkpoint-{i}")
                     if kind == "pipeline":
@@ -548,11 +548,11 @@ def with_cpu(metric: Metric, batches: list[dict[str, Any]]) -> Metric:
     if profile is None:
         return metric
     spent = ", ".join(f"{label} {profile[role]}" for role, label in CPU_LABELS.items())
-    metric.extra["cpu_s_per_steady_batch"] = profile
     return dataclasses.replace(
         metric,
         notes=f"{metric.notes}; CPU-seconds a steady batch (medians): {spent}; "
         f"{profile['cores_busy']} cores busy",
+        extra={**metric.extra, "cpu_s_per_steady_batch": profile},
     )
 
 
