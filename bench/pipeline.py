@@ -137,13 +137,9 @@ def _children() -> dict[int, list[int]]:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # the command name is parenthesised and may hold spaces: the ppid follows the last ')'
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        tree.setdefault(ppid, []).append(int(entry.name))
+        fields = _stat_fields(entry / "stat")
+        if fields is not None:
+            tree.setdefault(fields[1], []).append(int(entry.name))  # fields[1]: the ppid
     return tree
 
 
