@@ -149,6 +149,43 @@ def test_matches_the_row_by_row_reading(seed: int) -> None:
     assert sum(len(p.groups) for p in positions.values()) == len(want_positions)
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_chosen_rows_are_the_input_rows_value_for_value(seed: int) -> None:
+    """Each chosen row carries its record's every column as the row would read it, nulls as
+    None and flags as bools (the rows are built column by column, not from row mappings)."""
+    rnd = random.Random(seed)
+    rows, tombstones = random_batch(rnd)
+    for r in rows:
+        r["expire_timestamp"] = rnd.choice([None, r["commit_timestamp"] + 86_400_000])
+        r["producer_id"] = rnd.choice([None, 0, 2**40])
+        r["transactional"] = r["producer_id"] is not None
+        r["resolved_by"] = rnd.choice([None, "plain"])
+    by_record = {r["record_offset"]: r for r in rows}
+
+    summary, _ = summarize(table(rows), tombstones)
+
+    assert summary  # a batch of only tombstones would check nothing
+    for group, chosen in summary.items():
+        for c in chosen:
+            want = OffsetCommitRow(**by_record[c.record_offset])
+            assert c.group_id == group
+            assert c == want
+            assert [type(v) for v in vars_of(c)] == [type(v) for v in vars_of(want)]
+
+
+def vars_of(row: OffsetCommitRow) -> list[Any]:
+    return [getattr(row, f) for f in COLUMNS]
+
+
+def test_a_batch_of_tombstones_only_gives_positions_and_no_commits() -> None:
+    rows = [commit("g", "orders", 0, 3, is_tombstone=True, offset=None)]
+
+    summary, positions = summarize(table(rows), {})
+
+    assert summary == {}
+    assert flat(positions) == {("orders", 0, Position("g", None, 1_003, 3))}
+
+
 def test_empty_batch() -> None:
     empty = pa.Table.from_pylist([commit("g", "t", 0, 1)]).select(list(COLUMNS)).slice(0, 0)
     assert summarize(empty, {}) == ({}, {})

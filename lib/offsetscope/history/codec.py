@@ -131,19 +131,22 @@ def dumps(obj: Any) -> str:
 
 
 def _shallow(obj: Any) -> dict[str, Any]:
-    """One dataclass as a mapping of its fields, left as they are (the encoder's ``default``)."""
+    """One dataclass as a mapping of its fields in name order, left as they are (the encoder's
+    ``default``)."""
     kind = type(obj)
-    names = _FIELD_NAMES.get(kind)
+    names = _SORTED_NAMES.get(kind)
     if names is None:
         if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
             raise TypeError(f"cannot serialise {kind.__name__}")
-        names = _field_names(kind)
+        names = _SORTED_NAMES[kind] = tuple(sorted(_field_names(kind)))
     return {n: getattr(obj, n) for n in names}
 
 
+# Keys are ordered by :func:`_shallow`, once per class, not sorted again for every object: the
+# only mappings in the tree are the dataclasses' (a dict is no shape of the module docstring).
 # check_circular off: frozen dataclasses of tuples cannot hold themselves.
 _ENCODER = json.JSONEncoder(
-    separators=(",", ":"), sort_keys=True, default=_shallow, check_circular=False
+    separators=(",", ":"), sort_keys=False, default=_shallow, check_circular=False
 )
 
 
@@ -169,6 +172,7 @@ class JsonState:
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_SORTED_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 def _field_names(cls: type) -> tuple[str, ...]:

@@ -65,6 +65,7 @@ from offsetscope.config import Config, is_own_group
 from offsetscope.history import batch as step
 from offsetscope.history import lag as lag_history
 from offsetscope.history import stuck, tables
+from offsetscope.history.codec import evolve
 from offsetscope.history.commits import Positions, summarize
 from offsetscope.history.groups import GroupState
 from offsetscope.history.lag import PartitionPositions, Position
@@ -561,9 +562,11 @@ class IngestPipeline:
         """``rows`` with offsetscope's own groups labelled (``offsetscope_own``): the groups
         Spark's Kafka source joins live in the same ``__consumer_offsets`` as the groups
         offsetscope reports on (:func:`offsetscope.config.is_own_group`)."""
-        return [
-            dataclasses.replace(r, offsetscope_own=is_own_group(self.cfg, r.group_id)) for r in rows
-        ]
+        out = []
+        for r in rows:
+            own = is_own_group(self.cfg, r.group_id)
+            out.append(r if r.offsetscope_own is own else evolve(r, offsetscope_own=own))
+        return out
 
     def _with_group_states(self, b: Batch) -> None:
         """Put the state of every group the batch writes a ``groups_current`` row of among the
@@ -581,7 +584,7 @@ class IngestPipeline:
                 raise RuntimeError(
                     f"groups_current row of group {k.key!r} ({k.cluster}) without a state"
                 )
-            b.new_states.append(dataclasses.replace(stored, seq=None))
+            b.new_states.append(evolve(stored, seq=None))
             written.add(k)
 
     def _queue_current(self, b: Batch, states: Sequence[st.StateRow]) -> None:

@@ -31,7 +31,6 @@ complete.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -41,6 +40,7 @@ from pyspark.sql import functions as F
 
 from offsetscope.config import Config
 from offsetscope.history import batch as step
+from offsetscope.history.codec import evolve
 from offsetscope.spark import maintenance, writes
 from offsetscope.spark import tables as catalogue
 
@@ -157,7 +157,7 @@ def versioned(
         key = (row.cluster, row.fold, row.key)
         previous = before[key]
         seq = 0 if previous is None else (previous.seq or 0) + 1
-        out[key] = dataclasses.replace(row, seq=seq)
+        out[key] = evolve(row, seq=seq)
     return list(out.values())
 
 
