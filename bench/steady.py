@@ -66,6 +66,7 @@ says where its time went. Figures:
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import os
 import shutil
@@ -225,27 +226,62 @@ def compilations(spark: Any) -> int:
     return int(metrics.METRIC_COMPILATION_TIME().getCount())
 
 
+class PythonGc:
+    """Seconds this process's cyclic garbage collector has run so far, every generation, from
+    ``gc.callbacks``: part of the driver's Python CPU, which /proc cannot tell apart. A
+    collection holds the interpreter lock, so one runs at a time."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._started = 0.0
+        gc.callbacks.append(self._on)
+
+    def _on(self, phase: str, info: dict[str, int]) -> None:
+        del info
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._started
+
+
+_PYTHON_GC: list[PythonGc] = []  # one per process, installed by the first BatchMarks
+
+
 class BatchMarks:
     """What a batch took since the previous batch's end: wall seconds, generated-code
-    compilations (:func:`compilations`) and the CPU seconds of this process's tree per role
+    compilations (:func:`compilations`), the CPU seconds of this process's tree per role
     (:func:`bench.pipeline.cpu_seconds`: the Python driver, the Spark JVM's JIT, garbage
-    collector and other threads, the Python workers, the harness broker)."""
+    collector and other threads, the Python workers, the harness broker) and the driver
+    Python's cyclic garbage collection (:class:`PythonGc`)."""
 
     def __init__(self, spark: Any) -> None:
         self.spark = spark
+        if not _PYTHON_GC:
+            _PYTHON_GC.append(PythonGc())
         self.last = self._now()
 
-    def _now(self) -> tuple[float, int, dict[str, float]]:
-        return time.perf_counter(), compilations(self.spark), cpu_seconds(os.getpid())
+    def _now(self) -> tuple[float, int, dict[str, float], float]:
+        return (
+            time.perf_counter(),
+            compilations(self.spark),
+            cpu_seconds(os.getpid()),
+            _PYTHON_GC[0].seconds,
+        )
 
     def next(self) -> dict[str, Any]:
-        """The batch that just ended, as the ``wall_s``, ``codegen_compilations`` and
-        ``cpu_s`` of its record; the next batch is measured from now."""
+        """The batch that just ended, as the ``wall_s``, ``codegen_compilations``, ``cpu_s``
+        and ``python_gc_s`` of its record; the next batch is measured from now."""
         now = self._now()
         wall, compiled = now[0] - self.last[0], now[1] - self.last[1]
         cpu = cpu_split(self.last[2], now[2])
+        collected = now[3] - self.last[3]
         self.last = now
-        return {"wall_s": round(wall, 3), "codegen_compilations": compiled, "cpu_s": cpu}
+        return {
+            "wall_s": round(wall, 3),
+            "codegen_compilations": compiled,
+            "cpu_s": cpu,
+            "python_gc_s": round(collected, 2),
+        }
 
 
 def jvm_memory_mib(spark: Any) -> dict[str, float]:
@@ -539,6 +575,8 @@ def cpu_profile(batches: list[dict[str, Any]]) -> dict[str, float] | None:
     out["cores_busy"] = round(
         statistics.median(sum(b["cpu_s"].values()) / b["wall_s"] for b in batches), 2
     )
+    if all("python_gc_s" in b for b in batches):
+        out["python_gc"] = round(statistics.median(b["python_gc_s"] for b in batches), 2)
     return out
 
 
@@ -547,7 +585,15 @@ def with_cpu(metric: Metric, batches: list[dict[str, Any]]) -> Metric:
     profile = cpu_profile(batches)
     if profile is None:
         return metric
-    spent = ", ".join(f"{label} {profile[role]}" for role, label in CPU_LABELS.items())
+    spent = ", ".join(
+        f"{label} {profile[role]}"
+        + (
+            f" (its cyclic garbage collector {profile['python_gc']})"
+            if role == "python_driver" and "python_gc" in profile
+            else ""
+        )
+        for role, label in CPU_LABELS.items()
+    )
     return dataclasses.replace(
         metric,
         notes=f"{metric.notes}; CPU-seconds a steady batch (medians): {spent}; "

@@ -251,6 +251,51 @@ def test_steady_figures_carry_the_cpu_each_role_spent_a_steady_batch() -> None:
     assert "CPU-seconds" not in plain["pipeline_steady_records_per_s"].notes
 
 
+def test_steady_figures_carry_the_driver_pythons_garbage_collection() -> None:
+    from bench.steady import steady_metrics
+
+    def run(kind: str, *collected: float) -> dict[str, object]:
+        cpu = dict.fromkeys(
+            ("python_driver", "jvm_jit", "jvm_gc", "jvm_other", "python_workers", "other_jvm"),
+            1.0,
+        )
+        return {
+            "kind": kind,
+            "batches": [
+                {
+                    "batch_id": i,
+                    "rows_in": 1_000_000,
+                    "wall_s": 10.0,
+                    "cpu_s": cpu,
+                    "python_gc_s": seconds,
+                }
+                for i, seconds in enumerate(collected)
+            ],
+        }
+
+    res = _result(run("floor", 9.0, 0.1, 0.3), run("pipeline", 9.0, 0.5, 0.7, 0.9))
+    pipeline = {m.name: m for m in steady_metrics(res, 10_000, 1_000_000)}[
+        "pipeline_steady_records_per_s"
+    ]
+    assert pipeline.extra["cpu_s_per_steady_batch"]["python_gc"] == 0.7
+    assert "driver Python 1.0 (its cyclic garbage collector 0.7)" in pipeline.notes
+
+
+def test_the_python_gc_clock_counts_collections() -> None:
+    import gc
+
+    from bench.steady import PythonGc
+
+    clock = PythonGc()
+    try:
+        before = clock.seconds
+        for _ in range(3):
+            gc.collect()
+        assert clock.seconds > before
+    finally:
+        gc.callbacks.remove(clock._on)
+
+
 def test_freshness_percentile_is_nearest_rank() -> None:
     from bench.freshness import _percentile
 
