@@ -82,6 +82,7 @@ from offsetscope.history.transactions import TxnIdState
 from offsetscope.pipelines import frames, lease
 from offsetscope.pipelines import lag as lagmod
 from offsetscope.pipelines import state as st
+from offsetscope.pipelines.heap import DriverHeap
 from offsetscope.pipelines.writer import BatchWriter, BatchWrites, Timings, Write
 from offsetscope.protocol.records import OFFSETS_TOPIC
 from offsetscope.quality import tables as qtables
@@ -265,6 +266,9 @@ class IngestPipeline:
         # it is never newer or older than the mirror. Only the last batch's: a parsed state
         # takes about 2.5 times its text's memory, and the mirror holds every key's text.
         self._parsed: dict[StateKey, tuple[str, step.FoldState]] = {}
+        # What a batch leaves alive (those states among it) is kept out of the cyclic garbage
+        # collector's walks between batches (lib/offsetscope/pipelines/heap.py).
+        self.heap = DriverHeap()
 
     @property
     def sampler(self) -> lagmod.EndOffsetSampler | None:
@@ -274,8 +278,9 @@ class IngestPipeline:
     def close(self) -> None:
         """Drop the samplers: py4j keeps the batch function (and so this pipeline) alive after
         the query ends, and a sampler's AdminClient would go on reconnecting to a cluster
-        nobody reads."""
+        nobody reads. The heap the batches froze is collected as usual again."""
         self.samplers = {}
+        self.heap.release()
 
     # ------------------------------------------------------------------ the batch
 
@@ -301,6 +306,7 @@ class IngestPipeline:
                 part.unpersist()
             raw.unpersist()
         self.sequence.done(batch_id)
+        self.heap.batch_done()
         if report is None:
             return
         self.reports.append(report)
