@@ -16,9 +16,10 @@ After each batch (:meth:`DriverHeap.batch_done`):
    no collection walks. Frozen objects are still freed by reference counting the moment nothing
    refers to them (a state replaced by its next version is); only garbage *cycles* among them
    wait;
-3. every :data:`FULL_COLLECTION_EVERY` batches, and when the query ends (:meth:`release`), the
-   frozen objects are unfrozen and one full collection runs, so such cycles are freed in the
-   end and the process's collector works as usual once the query is done.
+3. every :data:`FULL_COLLECTION_EVERY` batches the frozen objects are unfrozen and one full
+   collection runs, so such cycles are freed in the end; when the query ends
+   (:meth:`release`) they are unfrozen, and the process's collector works as usual again (a
+   process that runs many short queries, as the tests do, pays no full collection for each).
 """
 
 from __future__ import annotations
@@ -54,7 +55,6 @@ class DriverHeap:
         gc.freeze()
 
     def release(self) -> None:
-        """The query has ended: unfreeze and collect, so nothing it left waits any longer."""
+        """The query has ended: hand what its batches froze back to the collector."""
         if self.batches:
             gc.unfreeze()
-            gc.collect()
