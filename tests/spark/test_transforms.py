@@ -453,13 +453,10 @@ def test_timestamps_beyond_spark_are_typed_in_spark_as_on_the_driver(spark: Spar
         writes.ms_frame("offset_commits", spark.createDataFrame(table))
 
 
-@pytest.mark.parametrize("one_task", [False, True])
-def test_commit_candidates_summarize_as_all_the_commits(
-    spark: SparkSession, one_task: bool
-) -> None:
-    """The summary of the few commits picked in the executors is the summary of all of the
-    batch's plain commits, with the batch spread over several partitions: picked in two rounds
-    or, as a batch of few commits is, in one task."""
+def test_commit_candidates_summarize_as_all_the_commits(spark: SparkSession) -> None:
+    """The summary of the few commits the decode tasks picked is the summary of all of the
+    batch's plain commits, with a group's commits spread over several tasks, and with groups
+    deleted in the batch (picked again with their tombstones)."""
     rng = random.Random(5)
     rows = []
     for offset in range(600):
@@ -473,27 +470,36 @@ def test_commit_candidates_summarize_as_all_the_commits(
             {"topic": OFFSETS, "partition": 2, "offset": offset, "timestamp": at}
             | {"key": key, "value": value}
         )
-    decoded = dec.decode(_source(spark, rows).repartition(5))
+    source = _source(spark, rows)
+    every = frames.plain_commit_frame(dec.decode(source), read_committed_source=False)
+    whole = every.select(*[f"`{c}`" for c in COLUMNS]).toArrow()
+    by_record = {_record(r): r for r in whole.to_pylist()}
     tombstones = {"g3": 200, "g7": 599}
 
-    every = frames.plain_commit_frame(decoded, read_committed_source=False)
-    whole = every.select(*[f"`{c}`" for c in COLUMNS]).toArrow()
-
+    spread = dec.decode(source.repartition(5), commit_candidates=True)
     for deleted in (tombstones, {}):
-        picked = frames.commit_candidates(
-            decoded, read_committed_source=False, tombstones=deleted, one_task=one_task
-        )
-        # The rows the pure picks keep of all the commits, whole, each once.
-        assert picked.num_rows < whole.num_rows / 4
-        assert sorted(picked.to_pylist(), key=_record) == sorted(
-            candidates(whole, deleted).to_pylist(), key=_record
-        )
+        picked = frames.commit_candidates(spread, read_committed_source=False, tombstones=deleted)
+        # Whole rows of the batch's commits, among them every row the pure picks keep.
+        assert all(by_record[_record(r)] == r for r in picked.to_pylist())
+        assert {_record(r) for r in candidates(whole, deleted).to_pylist()} <= {
+            _record(r) for r in picked.to_pylist()
+        }
         summary, positions = summarize(picked, deleted)
         want_summary, want_positions = summarize(whole, deleted)
         assert summary == want_summary
         assert positions == want_positions
     assert sum(len(p.groups) for p in want_positions.values()) > 40
     assert 0 < sum(r is not None for r in whole["topic_id"].to_pylist()) < whole.num_rows
+
+    # A partition's commits in one task, no group deleted: exactly the picks, each once.
+    one = dec.decode(source.coalesce(1), commit_candidates=True)
+    picked = frames.commit_candidates(one, read_committed_source=False, tombstones={})
+    assert sorted(map(_record, picked.to_pylist())) == sorted(
+        map(_record, candidates(whole, {}).to_pylist())
+    )
+    assert picked.num_rows < whole.num_rows / 4
+    # The candidates' copies are not records: the counts leave them out.
+    assert frames.decoded_counts(one).by_kind == {"offset_commit": 600}
 
 
 def _record(row: dict[str, Any]) -> tuple[int, int]:

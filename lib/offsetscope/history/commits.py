@@ -148,20 +148,28 @@ def _positions(picks: _Picks, offsets: pa.ChunkedArray) -> Positions:
 
 
 def candidates(table: pa.Table, tombstones: Mapping[str, int]) -> pa.Table:
-    """The rows of ``table`` that :func:`summarize` can pick: each a per-key arg-min or
-    arg-max, so ``summarize(concat(candidates(part) for part in parts))`` equals
-    ``summarize(concat(parts))`` however the commits are split -- as long as every
-    part is given the same ``tombstones``. This is how the batch's commits are summarized where
-    they are (:func:`offsetscope.pipelines.frames.commit_candidates`): each Spark partition keeps
-    its candidates, and only those reach the driver.
-
-    ``table`` needs only :data:`PICK_COLUMNS` (the picks read nothing else); it keeps its other
-    columns if it has them.
-    """
+    """The rows of ``table`` that :func:`summarize` can pick (:func:`candidate_rows`)."""
     if table.num_rows == 0:
         return table
+    return table.take(pa.array(candidate_rows(table, tombstones)))
+
+
+def candidate_rows(table: pa.Table, tombstones: Mapping[str, int]) -> np.ndarray:
+    """The indices, ascending, of the rows of ``table`` that :func:`summarize` can pick: each a
+    per-key arg-min or arg-max, so ``summarize(concat(candidates(part) for part in parts))``
+    equals ``summarize(concat(parts))`` however the commits are split -- as long as every
+    part is given the same ``tombstones`` -- and adding any other of the batch's commits to
+    the candidates changes no pick. This is how the batch's commits are summarized where they
+    are: each decode task keeps its candidates (:mod:`offsetscope.spark.decode`), and only
+    those reach the driver (:func:`offsetscope.pipelines.frames.commit_candidates`).
+
+    ``table`` needs only :data:`PICK_COLUMNS` (the picks read nothing else).
+    """
+    if table.num_rows == 0:
+        return np.zeros(0, dtype=np.int64)
     picks = _Picks(table, tombstones)
-    return table.take(pa.array(np.unique(np.concatenate([*picks.chosen, picks.latest]))))
+    rows: np.ndarray = np.unique(np.concatenate([*picks.chosen, picks.latest]))
+    return rows
 
 
 class _Picks:

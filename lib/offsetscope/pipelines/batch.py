@@ -21,8 +21,8 @@ Per micro-batch (``foreachBatch``, with ``batch_df.sparkSession``)::
   (record partition and offset) is new by construction, so they are appended idempotently: a
   MERGE would add a scan of the day's partition to every batch. They never reach the driver:
   they are gated and appended from the executors, and the group fold's summary
-  (:mod:`offsetscope.history.commits`) is made of the few commits each partition, then each
-  group, can contribute (:func:`offsetscope.pipelines.frames.commit_candidates`).
+  (:mod:`offsetscope.history.commits`) is made of the few commits each decode task picked
+  as it decoded them (:func:`offsetscope.pipelines.frames.commit_candidates`).
 * **The fold step** (:mod:`offsetscope.history.batch`, the same composition the tests run) folds
   the light events with the summary: transactional commits and markers per ``__consumer_offsets``
   partition (segment sources only), every group id with its chosen commits, every transactional
@@ -339,7 +339,7 @@ class IngestPipeline:
         for cluster, cluster_stats in self._by_cluster(stats).items():
             b = dataclasses.replace(shared, cluster=cluster, folded={}, loaded={})
             own = raw if len(self.clusters) == 1 else _of_cluster(raw, cluster)
-            part = dec.decode(own).persist(StorageLevel.MEMORY_AND_DISK)
+            part = dec.decode(own, commit_candidates=True).persist(StorageLevel.MEMORY_AND_DISK)
             decoded.append(part)
             cluster_in = sum(int(s["records"]) for s in cluster_stats)
             with b.timings.timed("decode"):
@@ -491,10 +491,7 @@ class IngestPipeline:
             read_committed = self.read_committed_source[b.cluster]
             with b.timings.timed("commit summary"):
                 picked = frames.commit_candidates(
-                    decoded,
-                    read_committed_source=read_committed,
-                    tombstones=routed.tombstones,
-                    one_task=plain_count <= frames.ONE_TASK_COMMITS,
+                    decoded, read_committed_source=read_committed, tombstones=routed.tombstones
                 )
             # Final as read: gated and appended from the executors.
             BatchWriter.append(

@@ -10,11 +10,10 @@ decoded rows, with only small results reaching the driver.
 * :func:`plain_commit_frame` -- the ``offset_commits`` rows of the offset commits outside
   transactions (final as read), appended from the executors;
 * :func:`commit_candidates` -- of those, the few the commit summary can pick
-  (:func:`offsetscope.history.commits.candidates`), chosen in the executors in two rounds (each
-  partition, then each group after a shuffle of the first round's picks) from the columns the
-  picks read, the picked rows then fetched whole by their records' coordinates, so that what
-  reaches the driver grows with the batch's groups and partitions, not with its commits (a
-  batch of few commits: in one task, one round, whole rows);
+  (:func:`offsetscope.history.commits.candidate_rows`), picked by the decode tasks as they
+  decoded them (:mod:`offsetscope.spark.decode`, commit candidates), so that what reaches the
+  driver grows with the batch's groups and partitions, not with its commits, and no pass over
+  the commits is made for it;
 * :func:`light_events` -- every other internal-topic event (group metadata, KIP-848 records, the
   transaction log, markers, transactional commits), few by nature, as history events;
 * :func:`window_commits` -- the plain commits inside the windows the fold step asks for.
@@ -31,10 +30,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from offsetscope.history.batch import Window
-from offsetscope.history.commits import COLUMNS, PICK_COLUMNS, RECORD, candidates
+from offsetscope.history.commits import COLUMNS, candidates
 from offsetscope.history.events import Event, OffsetCommitEvent
 from offsetscope.history.offsets import COMMITTED
 from offsetscope.pipelines.events import event_from_decoded
+from offsetscope.spark import decode as dec
 from offsetscope.spark import tables as catalogue
 
 # The light streams: everything but the plain offset commits.
@@ -43,11 +43,6 @@ _LIGHT = f"kind IN {LIGHT_KINDS} OR (kind = 'offset_commit' AND is_transactional
 
 
 _TASK = "__task"
-
-# Up to this many plain commits are picked in one task, in one round: for so few, the two
-# rounds' shuffle and the join that fetches the picked rows cost more than the picks (a live
-# cluster's steady batch holds far fewer); for more, the picks need every core.
-ONE_TASK_COMMITS = 50_000
 
 
 def source_stats(raw: DataFrame, *, clustered: bool = False) -> list[Any]:
@@ -94,6 +89,8 @@ def decoded_counts(decoded: DataFrame) -> DecodedCounts:
         .collect()
     )
     for r in rows:
+        if r["kind"] == dec.CANDIDATE:  # copies of decoded rows, not records
+            continue
         by_kind[r["kind"]] = by_kind.get(r["kind"], 0) + int(r["count"])
         if r["kind"] == "offset_commit" and not r["is_transactional"]:
             plain += int(r["count"])
@@ -181,43 +178,42 @@ def plain_commit_frame(
 
 
 def commit_candidates(
-    decoded: DataFrame,
-    *,
-    read_committed_source: bool,
-    tombstones: Mapping[str, int],
-    one_task: bool = False,
+    decoded: DataFrame, *, read_committed_source: bool, tombstones: Mapping[str, int]
 ) -> pa.Table:
     """The batch's plain commits the summary can pick, on the driver as Arrow (the columns of
     ``offset_commits``, timestamps in epoch ms).
 
     :func:`offsetscope.history.commits.summarize` of the result equals its summary of all the
-    batch's plain commits: every pick is a per-key arg-min or arg-max, kept by each partition
-    of the first round and again per group after the shuffle.
+    batch's plain commits: every pick is a per-key arg-min or arg-max, kept by the decode task
+    that read the commit (``decoded`` is :func:`offsetscope.spark.decode.decode` with
+    ``commit_candidates``: its candidate rows). Those picks know no tombstones; the commits of
+    the groups deleted in the batch are picked again here, all in one task, with them.
 
     Args:
-        decoded: decoded rows.
+        decoded: decoded rows with their commit candidates.
         read_committed_source: the rows come from a ``read_committed`` Kafka source.
-        tombstones: group -> record offset of its last group-metadata tombstone in the batch
-            (the same for every partition: part of each pick).
-        one_task: pick from every commit in one task, whole rows, in a single round (for a
-            batch with few commits, see :data:`ONE_TASK_COMMITS`).
+        tombstones: group -> record offset of its last group-metadata tombstone in the batch.
     """
-    frame = plain_commit_frame(decoded, read_committed_source=read_committed_source)
-    deleted = dict(tombstones)
-    if one_task:
-        whole = frame.select(*[f"`{c}`" for c in COLUMNS])
-        return whole.coalesce(1).mapInArrow(_keep(deleted), whole.schema).toArrow()
-    # The picks go through Python with the columns they read only, and the picked records'
-    # whole rows are fetched by a join on their coordinates: shipping every column of every
-    # commit to the Python workers was most of the pass (docs/benchmarks.md, "Measurements
-    # behind design choices").
-    narrow = frame.select(*[f"`{c}`" for c in PICK_COLUMNS])
-    schema = narrow.schema
-    keep = _keep(deleted)
-    first = narrow.mapInArrow(keep, schema)
-    picked = first.repartition("group_id").mapInArrow(keep, schema).select(*RECORD)
-    chosen = frame.join(picked, list(RECORD), "left_semi")
-    return chosen.select(*[f"`{c}`" for c in COLUMNS]).toArrow()
+    picked = decoded.where(F.col("kind") == F.lit(dec.CANDIDATE)).withColumn(
+        "kind", F.lit("offset_commit")
+    )
+    columns = [f"`{c}`" for c in COLUMNS]
+    parts = [
+        plain_commit_frame(picked, read_committed_source=read_committed_source)
+        .select(*columns)
+        .toArrow()
+    ]
+    if tombstones:
+        deleted = dict(tombstones)
+        # A batch's deleted groups are few: their commits are picked with their tombstones in
+        # one task, beside what the decode picked of them without.
+        of_deleted = (
+            plain_commit_frame(decoded, read_committed_source=read_committed_source)
+            .where(F.col("group_id").isin(sorted(deleted)))
+            .select(*columns)
+        )
+        parts.append(of_deleted.coalesce(1).mapInArrow(_keep(deleted), of_deleted.schema).toArrow())
+    return pa.concat_tables(parts)
 
 
 def _keep(

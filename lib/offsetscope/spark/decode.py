@@ -17,6 +17,24 @@ offset; nothing is dropped, so per batch::
 
 which :func:`kind_counts` checks (:class:`CountMismatchError` when it does not hold).
 
+**Commit candidates** (``decode(df, commit_candidates=True)``, the ingest pipeline's decode):
+after a task's last decoded row come copies of the task's plain offset commits (outside
+transactions) that the commit summary can pick, :func:`offsetscope.history.commits.
+candidate_rows` over the task's commits, with ``kind`` = :data:`CANDIDATE` and every other
+column as decoded. The picks are made where the commits already are, in the decode's own
+Python pass, so the summary needs no second pass over the batch's commits: the driver reads
+these rows alone (:func:`offsetscope.pipelines.frames.commit_candidates`). They are not
+records: :data:`KINDS` and the count above leave them out. The picks read no tombstones (a
+group deleted in the batch gets its picks after the deletion elsewhere), so a task's
+candidates are the same whatever order or split its records come in, and the running picks
+are reduced as the task's batches arrive: the task holds its candidates so far and the
+commits since, never all of its commits::
+
+    source batch -> decoded batch -> (yielded)
+                        plain commits -> pending ──(pending >= max(REDUCE_ROWS, 2 kept))──>
+                                         kept = candidate_rows(kept + pending)
+    end of task: kept, kind = commit_candidate -> (yielded)
+
 The silver projections (:func:`silver_frame`) read their column lists and expressions from the
 table catalogue (:mod:`offsetscope.spark.tables`).
 """
@@ -34,6 +52,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
+from offsetscope.history.commits import candidate_rows
 from offsetscope.protocol.arrow_decode import (
     COORDINATE_COLUMNS,
     DECODED_SCHEMA,
@@ -54,6 +73,23 @@ EVENT_KINDS: Final = (
 ERROR = "error"
 UNKNOWN = "unknown"
 KINDS: Final = (*EVENT_KINDS, ERROR, UNKNOWN)
+# The kind of the commit candidates' copies (module docstring): not a record's kind.
+CANDIDATE: Final = "commit_candidate"
+# A task reduces its pending commits to candidates once they are this many, or twice as many as
+# the candidates it keeps (so a task's reductions cost at most about twice one pass over its
+# commits, and hold this many pending commits' columns at most beside the candidates).
+REDUCE_ROWS: Final = 262_144
+# What a plain offset commit's decoded row can fill: the picks' inputs and what the candidates'
+# rows become (offsetscope.pipelines.frames.plain_commit_frame); the other kinds' columns and
+# the quarantine's reason and bytes are null in every one of them.
+_COMMIT_COLUMNS: Final = pa.schema(
+    [
+        f
+        for f in DECODE_OUTPUT_SCHEMA
+        if f.name not in {"group_metadata", "transaction_log", "consumer_group", "control"}
+        and f.name not in {"unknown_reason", "error", "raw_key", "raw_value"}
+    ]
+)
 _RAW_NAMES = RAW_SCHEMA.names
 _JOIN_KEYS = ["topic", "partition", "offset"]
 
@@ -202,17 +238,102 @@ def _int32(value: int | None) -> int | None:
     return min(value, 2**31 - 1)
 
 
-def decode(df: DataFrame) -> DataFrame:
+def decode(df: DataFrame, *, commit_candidates: bool = False) -> DataFrame:
     """Decode every record of ``df`` (``SOURCE_SCHEMA`` columns) once, in one ``mapInArrow``.
 
     Args:
         df: source rows (a stream or a batch; extra columns are ignored).
+        commit_candidates: also yield each task's commit candidates (module docstring).
 
     Returns:
-        One row per input row, :func:`decoded_spark_schema`.
+        One row per input row, :func:`decoded_spark_schema` (and the candidates' rows).
     """
     columns = [F.col(f"`{name}`") for name in SOURCE_SCHEMA.names]
-    return df.select(*columns).mapInArrow(decode_arrow, decoded_spark_schema())
+    work = decode_with_candidates if commit_candidates else decode_arrow
+    return df.select(*columns).mapInArrow(work, decoded_spark_schema())
+
+
+def decode_with_candidates(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """:func:`decode_arrow`, then the task's commit candidates (module docstring)."""
+    kept = _Candidates()
+    for out in decode_arrow(batches):
+        kept.add(out)
+        yield out
+    yield from kept.finish()
+
+
+class _Candidates:
+    """One task's commit candidates so far, and its plain commits decoded since, each with the
+    columns a plain commit's decoded row can fill (:data:`_COMMIT_COLUMNS`): the others are
+    null in every such row, and are made null again for the candidates' rows."""
+
+    def __init__(self) -> None:
+        self._reduce_rows = REDUCE_ROWS
+        self._kept: pa.Table | None = None
+        self._pending: list[pa.RecordBatch] = []
+        self._pending_rows = 0
+
+    @property
+    def _kept_rows(self) -> int:
+        return 0 if self._kept is None else self._kept.num_rows
+
+    def add(self, decoded: pa.RecordBatch) -> None:
+        """Take a decoded batch's plain commits."""
+        plain = pc.and_(
+            pc.equal(decoded.column("kind"), "offset_commit"),
+            pc.invert(decoded.column("is_transactional").fill_null(False)),
+        )
+        commits = decoded.select(_COMMIT_COLUMNS.names).filter(plain)
+        if commits.num_rows == 0:
+            return
+        self._pending.append(commits)
+        self._pending_rows += commits.num_rows
+        if self._pending_rows >= max(self._reduce_rows, 2 * self._kept_rows):
+            self._reduce()
+
+    def finish(self) -> Iterator[pa.RecordBatch]:
+        """The task's candidates, as :data:`CANDIDATE` rows."""
+        self._reduce()
+        if self._kept is None:
+            return
+        n = self._kept.num_rows
+        columns = []
+        for f in DECODE_OUTPUT_SCHEMA:
+            if f.name == "kind":
+                columns.append(pa.array([CANDIDATE] * n, f.type))
+            elif f.name in _COMMIT_COLUMNS.names:
+                columns.append(self._kept.column(f.name))
+            else:
+                columns.append(pa.nulls(n, f.type))
+        yield from pa.Table.from_arrays(columns, schema=DECODE_OUTPUT_SCHEMA).to_batches()
+
+    def _reduce(self) -> None:
+        if not self._pending:
+            return
+        parts = [pa.Table.from_batches(self._pending, _COMMIT_COLUMNS)]
+        if self._kept is not None:
+            parts.insert(0, self._kept)
+        table = pa.concat_tables(parts)
+        self._kept = table.take(pa.array(candidate_rows(_pick_columns(table), {})))
+        self._pending, self._pending_rows = [], 0
+
+
+def _pick_columns(decoded: pa.Table) -> pa.Table:
+    """Decoded plain commits as the columns the picks read (``offset_commits``' names and
+    values, as :func:`offsetscope.pipelines.frames.plain_commit_frame` makes them)."""
+    commit = decoded.column("offset_commit")
+    return pa.table(
+        {
+            "group_id": pc.struct_field(commit, "group"),
+            "topic": pc.struct_field(commit, "topic"),
+            "partition": pc.struct_field(commit, "partition"),
+            "topic_id": pc.struct_field(commit, "topic_id"),
+            "record_partition": decoded.column("partition"),
+            "record_offset": decoded.column("offset"),
+            "effective_at": decoded.column("timestamp"),
+            "is_tombstone": decoded.column("is_tombstone"),
+        }
+    )
 
 
 def kind_counts(rows_in: int, counts: Mapping[str, int]) -> dict[str, int]:
