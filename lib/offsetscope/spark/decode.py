@@ -28,7 +28,7 @@ records: :data:`KINDS` and the count above leave them out. The picks read no tom
 group deleted in the batch gets its picks after the deletion elsewhere), so a task's
 candidates are the same whatever order or split its records come in, and the running picks
 are reduced as the task's batches arrive: the task holds its candidates so far and the
-commits since, never all of its commits::
+commits since (at most ``REDUCE_ROWS`` or twice the candidates), not all of its commits::
 
     source batch -> decoded batch -> (yielded)
                         plain commits -> pending ──(pending >= max(REDUCE_ROWS, 2 kept))──>
