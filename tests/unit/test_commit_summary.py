@@ -13,7 +13,6 @@ from offsetscope.history.commits import (
     COLUMNS,
     COMMIT_SCHEMA,
     PICK_COLUMNS,
-    RECORD,
     Positions,
     candidates,
     summarize,
@@ -225,13 +224,14 @@ def test_candidates_keep_only_what_a_pick_can_use() -> None:
 
 @pytest.mark.parametrize("seed", range(10))
 def test_candidates_are_picked_from_the_pick_columns_alone(seed: int) -> None:
-    """The ingest query picks from these columns only and fetches the picked rows whole by their
-    records' coordinates: the same records as picking from whole rows."""
+    """The ingest query's decode picks from these columns only (``spark.decode``, commit
+    candidates): the same records as picking from whole rows."""
     rows, tombstones = random_batch(random.Random(seed))
     whole = candidates(table(rows), tombstones)
     narrow = candidates(table(rows).select(list(PICK_COLUMNS)), tombstones)
 
     assert narrow.column_names == list(PICK_COLUMNS)
-    coordinates = lambda t: sorted(zip(*(t[c].to_pylist() for c in RECORD), strict=True))  # noqa: E731
+    record = ("record_partition", "record_offset")
+    coordinates = lambda t: sorted(zip(*(t[c].to_pylist() for c in record), strict=True))  # noqa: E731
     assert coordinates(narrow) == coordinates(whole)
     assert len(set(coordinates(table(rows)))) == len(rows)  # a record names one row

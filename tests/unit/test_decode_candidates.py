@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from offsetscope.history.commits import candidate_rows
+from offsetscope.history.commits import PICK_COLUMNS, candidate_rows
 from offsetscope.protocol import encode_record, make_record
 from offsetscope.spark import decode as dec
 from offsetscope.spark.tables import SOURCE_SCHEMA
@@ -96,7 +96,9 @@ def test_a_task_keeps_the_picks_over_all_its_plain_commits(
             pa.compute.invert(decoded["is_transactional"]),
         )
     )
-    want = commits.take(pa.array(candidate_rows(dec._pick_columns(commits), {})))
+    picks = dec._pick_columns(commits)
+    assert picks.column_names == list(PICK_COLUMNS)
+    want = commits.take(pa.array(candidate_rows(picks, {})))
     got = out.slice(first)
     assert _coordinates(got.to_pylist()) == _coordinates(want.to_pylist())
     # Each a copy of its decoded row, but for its kind.

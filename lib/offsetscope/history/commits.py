@@ -63,7 +63,6 @@ PICK_COLUMNS = (
     "effective_at",
     "is_tombstone",
 )
-RECORD = ("record_partition", "record_offset")
 
 Summary = dict[str, list[OffsetCommitRow]]
 # (topic, partition) -> the batch's latest position of each group on it.
