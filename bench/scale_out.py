@@ -20,6 +20,14 @@ tail; the rest are steady. Figures:
   batches, the median of its runs;
 * ``scale_out_ratio``: 2 cores over 1 core.
 
+After each ingest job, on the same cluster and with the same executor, comes the floor job: the
+same segment source and micro-batches with only the raw and decoded offset-commit appends
+(:func:`bench.steady.floor_batch`, the steady benchmark's floor), its driver a child process of
+the benchmark (client mode, as the ingest job's is), each batch timed inside ``foreachBatch`` as
+the ingest job times its own. Figures ``scale_out_floor_records_per_s_1_core`` / ``_2_cores``
+and ``scale_out_floor_ratio``: what a second executor core gives the stack's least ingest of the
+same input on the same machine, the measured ceiling of ``scale_out_ratio`` here.
+
 The machine has 2 cores in all: with a 2-core executor, the driver, the master and the worker
 share them with the tasks, so the ratio is a lower bound of what a second core of a real
 executor gives.
@@ -27,13 +35,18 @@ executor gives.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 import shutil
 import statistics
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
 from bench.common import WORK, Metric
-from bench.pipeline import DURATION_S, GROUPS, PARTITIONS, Input
+from bench.pipeline import DURATION_S, GROUPS, PARTITIONS, Input, run_worker
 
 # 1 core, 2 cores, 2, 1: a later job on the same cluster may run warmer (page cache, JIT of the
 # daemons), so each figure takes one early and one late job.
@@ -69,28 +82,121 @@ def steady_rate(batches: list[dict[str, Any]], per_trigger: int) -> float:
 
 
 def scale_metrics(jobs: list[dict[str, Any]], described: str, per_trigger: int) -> list[Metric]:
-    """The three figures from the jobs' ``cores`` and ``batches``."""
+    """The figures from the jobs' ``cores``, ``batches`` and ``kind`` (``ingest``, the
+    default, or ``floor``): three for the ingest jobs, and three for the floor jobs if any ran."""
+    metrics = _figures(
+        [j for j in jobs if j.get("kind", "ingest") == "ingest"], described, per_trigger,
+        name="scale_out",
+        job="ingest job submitted to a standalone cluster (client mode), one executor",
+    )  # fmt: skip
+    floor = [j for j in jobs if j.get("kind") == "floor"]
+    if floor:
+        metrics += _figures(
+            floor, described, per_trigger,
+            name="scale_out_floor",
+            job=(
+                "floor job (raw_records and decoded offset_commits appends only) on the same "
+                "cluster and executor as the ingest job before it (client mode)"
+            ),
+        )  # fmt: skip
+    return metrics
+
+
+def _figures(
+    jobs: list[dict[str, Any]], described: str, per_trigger: int, *, name: str, job: str
+) -> list[Metric]:
+    """``<name>_records_per_s_1_core``, ``..._2_cores`` and ``<name>_ratio`` of ``jobs``."""
     rates: dict[int, list[float]] = {1: [], 2: []}
-    for job in jobs:
-        rates[job["cores"]].append(steady_rate(job["batches"], per_trigger))
-    notes = (
-        "ingest job submitted to a standalone cluster (client mode), one executor; records / "
-        "seconds over the steady batches (not the first, not the tail), one sample per job"
-    )
-    one = Metric("scale_out_records_per_s_1_core", "records/s", rates[1], described, notes)
+    for j in jobs:
+        rates[j["cores"]].append(steady_rate(j["batches"], per_trigger))
+    notes = f"{job}; records / seconds over the steady batches (not the first, not the tail), one sample per job"
+    one = Metric(f"{name}_records_per_s_1_core", "records/s", rates[1], described, notes)
     two = Metric(
-        "scale_out_records_per_s_2_cores", "records/s", rates[2], described, notes,
+        f"{name}_records_per_s_2_cores", "records/s", rates[2], described, notes,
         extra={"jobs": jobs},
     )  # fmt: skip
     ratio = Metric(
-        "scale_out_ratio",
+        f"{name}_ratio",
         "x",
         [statistics.median(rates[2]) / statistics.median(rates[1])],
         described,
-        "scale_out_records_per_s_2_cores / scale_out_records_per_s_1_core, jobs interleaved "
+        f"{name}_records_per_s_2_cores / {name}_records_per_s_1_core, jobs interleaved "
         f"{', '.join(str(c) for c in ORDER)} cores",
     )
     return [one, two, ratio]
+
+
+def floor_worker(spec: dict[str, Any]) -> dict[str, Any]:
+    """The floor job's driver (module docstring): the site configuration of an ingest job on
+    the cluster at ``spec['url']`` with an executor of ``spec['cores']``, the floor query over
+    ``spec['log_dir']`` to the end of what is available; returns its batches (records, seconds
+    inside ``foreachBatch``)."""
+    from bench.steady import FLOOR_TABLES, floor_batch
+    from offsetscope import config
+    from offsetscope.clock import SystemClock
+    from offsetscope.spark import sources, writes
+    from offsetscope.spark.session import build_session
+    from offsetscope.spark.tables import ensure_tables
+    from offsetscope.verify.harness.standalone import site_config
+
+    work = Path(spec["out"]).resolve()
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    site = site_config(
+        work, spec["url"], Path(spec["log_dir"]), schema="offsetscope_scale_out_floor",
+        max_records=int(spec["per_trigger"]),
+    )  # fmt: skip
+    cfg = config.load("local", extra=site)
+    # The site leaves the jars to submit.sh's --jars; this driver starts its own JVM, which
+    # ships the jars of the local folder to the executor (spark.jars) as the job's does.
+    cfg = dataclasses.replace(
+        cfg, spark=dataclasses.replace(cfg.spark, jars_dir=config.SparkConfig().jars_dir)
+    )
+    cores = str(spec["cores"])
+    spark = build_session(
+        cfg,
+        app_name="offsetscope-bench-scale-out-floor",
+        extra_conf={
+            "spark.cores.max": cores, "spark.executor.cores": cores,
+            "spark.executor.memory": EXECUTOR_MEMORY, "spark.ui.enabled": "false",
+        },
+    )  # fmt: skip
+    try:
+        ensure_tables(spark, cfg, FLOOR_TABLES)
+        wall = SystemClock()
+        sequence = writes.BatchSequence()  # the pipeline's rule for which batches are fresh
+        seconds: dict[int, float] = {}
+
+        def each(batch: Any, batch_id: int) -> None:
+            began = time.monotonic()
+            floor_batch(cfg, batch, batch_id, wall, fresh=sequence.begin(batch_id))
+            sequence.done(batch_id)
+            seconds[batch_id] = time.monotonic() - began
+            print(f"floor batch {batch_id}: {seconds[batch_id]:.1f} s", file=sys.stderr, flush=True)
+
+        query = (
+            sources.segment_stream(spark, cfg, spec["log_dir"])
+            .writeStream.foreachBatch(each)
+            .option("checkpointLocation", str(work / "checkpoint"))
+            .start()
+        )
+        try:
+            query.processAllAvailable()
+            read: dict[int, int] = {}
+            for p in query.recentProgress:
+                # A trigger that found nothing new reports the next batch id with 0 rows.
+                batch_id = int(p["batchId"])
+                read[batch_id] = max(read.get(batch_id, 0), int(p["numInputRows"]))
+        finally:
+            query.stop()
+    finally:
+        spark.stop()
+    return {
+        "batches": [
+            {"batch_id": b, "rows_in": read[b], "seconds": round(s, 3)}
+            for b, s in sorted(seconds.items())
+        ]
+    }
 
 
 def run(runs: int = 1, scale: float = 1.0) -> list[Metric]:
@@ -120,14 +226,26 @@ def run(runs: int = 1, scale: float = 1.0) -> list[Metric]:
                 f"spark.cores.max={cores}", f"spark.executor.cores={cores}",
                 f"spark.executor.memory={EXECUTOR_MEMORY}",
             )  # fmt: skip
-            batches = job_batches(finish(job, work, timeout=JOB_TIMEOUT_S))
-            read = sum(b["rows_in"] for b in batches)
-            if read != records:
-                raise RuntimeError(f"job {i} ({cores} cores) read {read} records of {records}")
-            rate = steady_rate(batches, per_trigger)
-            print(f"  job {i}: {cores} core(s), steady {rate:,.0f} records/s", flush=True)
-            jobs.append({"cores": cores, "batches": batches})
+            ingest = job_batches(finish(job, work, timeout=JOB_TIMEOUT_S))
             shutil.rmtree(work / "warehouse", ignore_errors=True)
+            floor = run_worker(
+                "--floor",
+                {"url": cluster.url, "cores": cores, "log_dir": str(source.log_dir.resolve()),
+                 "per_trigger": per_trigger},
+                f"scale-out-floor-{i}",
+                module="bench.scale_out",
+            )["batches"]  # fmt: skip
+            for kind, batches in (("ingest", ingest), ("floor", floor)):
+                read = sum(b["rows_in"] for b in batches)
+                if read != records:
+                    raise RuntimeError(
+                        f"{kind} job {i} ({cores} cores) read {read} records of {records}"
+                    )
+                rate = steady_rate(batches, per_trigger)
+                print(
+                    f"  {kind} job {i}: {cores} core(s), steady {rate:,.0f} records/s", flush=True
+                )
+                jobs.append({"kind": kind, "cores": cores, "batches": batches})
     finally:
         cluster.stop()
     described = (
@@ -135,3 +253,11 @@ def run(runs: int = 1, scale: float = 1.0) -> list[Metric]:
         f"{DURATION_S} s: {records:,} internal-topic records, micro-batches of {per_trigger:,}"
     )
     return scale_metrics(jobs, described, per_trigger)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--floor":
+        Path(sys.argv[3]).write_text(json.dumps(floor_worker(json.loads(sys.argv[2]))))
+    else:
+        for metric in run(1, float(sys.argv[1]) if len(sys.argv) > 1 else 0.01):
+            print(metric.name, f"{metric.median:,.1f}", metric.unit)

@@ -576,3 +576,29 @@ def test_scale_out_reads_a_jobs_batches_from_its_progress_lines() -> None:
     assert by_name["scale_out_records_per_s_2_cores"].samples == [10_000.0]
     assert by_name["scale_out_records_per_s_1_core"].samples == [5_000.0]
     assert by_name["scale_out_ratio"].median == 2.0
+    assert not any(name.startswith("scale_out_floor") for name in by_name)
+
+
+def test_scale_out_floor_jobs_get_figures_of_their_own() -> None:
+    from bench.scale_out import scale_metrics
+
+    def job(kind: str, cores: int, seconds: float) -> dict[str, object]:
+        batches = [
+            {"batch_id": 0, "rows_in": 250_000, "seconds": 60.0},  # the warm-up: left out
+            {"batch_id": 1, "rows_in": 250_000, "seconds": seconds},
+            {"batch_id": 2, "rows_in": 1_000, "seconds": 1.0},  # the tail: left out
+        ]
+        return {"kind": kind, "cores": cores, "batches": batches}
+
+    jobs = [
+        job("ingest", 1, 25.0), job("floor", 1, 10.0),
+        job("ingest", 2, 20.0), job("floor", 2, 8.0),
+        job("ingest", 2, 20.0), job("floor", 2, 8.0),
+        job("ingest", 1, 25.0), job("floor", 1, 10.0),
+    ]  # fmt: skip
+    by_name = {m.name: m for m in scale_metrics(jobs, "input", 250_000)}
+    assert by_name["scale_out_records_per_s_1_core"].samples == [10_000.0, 10_000.0]
+    assert by_name["scale_out_ratio"].median == 1.25
+    assert by_name["scale_out_floor_records_per_s_1_core"].samples == [25_000.0, 25_000.0]
+    assert by_name["scale_out_floor_records_per_s_2_cores"].samples == [31_250.0, 31_250.0]
+    assert by_name["scale_out_floor_ratio"].median == 1.25
