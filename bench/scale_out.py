@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import shutil
 import statistics
@@ -67,13 +68,18 @@ def job_batches(output: str) -> list[dict[str, Any]]:
     ]
 
 
+def steady_batches(batches: list[dict[str, Any]], per_trigger: int) -> list[dict[str, Any]]:
+    """A job's steady batches: not the first, not the tail."""
+    return [b for b in batches[1:] if b["rows_in"] >= FULL_BATCH * per_trigger]
+
+
 def steady_rate(batches: list[dict[str, Any]], per_trigger: int) -> float:
     """Records / seconds over the steady batches (not the first, not the tail).
 
     Raises:
         ValueError: the job had no steady batch.
     """
-    steady = [b for b in batches[1:] if b["rows_in"] >= FULL_BATCH * per_trigger]
+    steady = steady_batches(batches, per_trigger)
     if not steady:
         raise ValueError(f"no steady batch of {per_trigger:,} records in {batches}")
     rows: int = sum(b["rows_in"] for b in steady)
@@ -109,7 +115,22 @@ def _figures(
     rates: dict[int, list[float]] = {1: [], 2: []}
     for j in jobs:
         rates[j["cores"]].append(steady_rate(j["batches"], per_trigger))
-    notes = f"{job}; records / seconds over the steady batches (not the first, not the tail), one sample per job"
+    notes = (
+        f"{job}; records / seconds over the steady batches (not the first, not the tail), one "
+        "sample per job"
+    )
+    # The floor's batches carry how busy the whole machine was (floor_worker).
+    busy = {
+        cores: [b["cores_busy"] for j in jobs if j["cores"] == cores
+                for b in steady_batches(j["batches"], per_trigger) if "cores_busy" in b]
+        for cores in (1, 2)
+    }  # fmt: skip
+    if busy[1] and busy[2]:
+        notes += (
+            f"; the machine's {os.cpu_count()} cores busy in the steady batches (median): "
+            f"{statistics.median(busy[1]):.2f} with 1 executor core, "
+            f"{statistics.median(busy[2]):.2f} with 2"
+        )
     one = Metric(f"{name}_records_per_s_1_core", "records/s", rates[1], described, notes)
     two = Metric(
         f"{name}_records_per_s_2_cores", "records/s", rates[2], described, notes,
@@ -124,6 +145,21 @@ def _figures(
         f"{', '.join(str(c) for c in ORDER)} cores",
     )
     return [one, two, ratio]
+
+
+def machine_jiffies(stat: Path = Path("/proc/stat")) -> tuple[int, int]:
+    """The whole machine's busy and total CPU time so far, in clock ticks: the first line of
+    ``/proc/stat`` (user nice system idle iowait irq softirq steal ...; idle and iowait are the
+    time no task ran)."""
+    fields = [int(v) for v in stat.read_text().splitlines()[0].split()[1:9]]
+    return sum(fields) - fields[3] - fields[4], sum(fields)
+
+
+def cores_busy(before: tuple[int, int], after: tuple[int, int], cores: int | None = None) -> float:
+    """How many of the machine's cores were busy between two :func:`machine_jiffies`."""
+    total = after[1] - before[1]
+    share = (after[0] - before[0]) / total if total > 0 else 0.0
+    return round(share * (cores or os.cpu_count() or 1), 2)
 
 
 def floor_worker(spec: dict[str, Any]) -> dict[str, Any]:
@@ -167,12 +203,20 @@ def floor_worker(spec: dict[str, Any]) -> dict[str, Any]:
         sequence = writes.BatchSequence()  # the pipeline's rule for which batches are fresh
         seconds: dict[int, float] = {}
 
+        busy: dict[int, float] = {}
+
         def each(batch: Any, batch_id: int) -> None:
-            began = time.monotonic()
+            began, jiffies = time.monotonic(), machine_jiffies()
             floor_batch(cfg, batch, batch_id, wall, fresh=sequence.begin(batch_id))
             sequence.done(batch_id)
             seconds[batch_id] = time.monotonic() - began
-            print(f"floor batch {batch_id}: {seconds[batch_id]:.1f} s", file=sys.stderr, flush=True)
+            busy[batch_id] = cores_busy(jiffies, machine_jiffies())
+            print(
+                f"floor batch {batch_id}: {seconds[batch_id]:.1f} s, "
+                f"{busy[batch_id]:.2f} cores busy",
+                file=sys.stderr,
+                flush=True,
+            )
 
         query = (
             sources.segment_stream(spark, cfg, spec["log_dir"])
@@ -193,7 +237,7 @@ def floor_worker(spec: dict[str, Any]) -> dict[str, Any]:
         spark.stop()
     return {
         "batches": [
-            {"batch_id": b, "rows_in": read[b], "seconds": round(s, 3)}
+            {"batch_id": b, "rows_in": read[b], "seconds": round(s, 3), "cores_busy": busy[b]}
             for b, s in sorted(seconds.items())
         ]
     }

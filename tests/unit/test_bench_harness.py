@@ -583,9 +583,10 @@ def test_scale_out_floor_jobs_get_figures_of_their_own() -> None:
     from bench.scale_out import scale_metrics
 
     def job(kind: str, cores: int, seconds: float) -> dict[str, object]:
+        busy = {"cores_busy": 1.5 + cores / 4} if kind == "floor" else {}
         batches = [
-            {"batch_id": 0, "rows_in": 250_000, "seconds": 60.0},  # the warm-up: left out
-            {"batch_id": 1, "rows_in": 250_000, "seconds": seconds},
+            {"batch_id": 0, "rows_in": 250_000, "seconds": 60.0, **busy},  # the warm-up
+            {"batch_id": 1, "rows_in": 250_000, "seconds": seconds, **busy},
             {"batch_id": 2, "rows_in": 1_000, "seconds": 1.0},  # the tail: left out
         ]
         return {"kind": kind, "cores": cores, "batches": batches}
@@ -602,3 +603,22 @@ def test_scale_out_floor_jobs_get_figures_of_their_own() -> None:
     assert by_name["scale_out_floor_records_per_s_1_core"].samples == [25_000.0, 25_000.0]
     assert by_name["scale_out_floor_records_per_s_2_cores"].samples == [31_250.0, 31_250.0]
     assert by_name["scale_out_floor_ratio"].median == 1.25
+    assert "busy in the steady batches (median): 1.75 with 1 executor core, 2.00 with 2" in (
+        by_name["scale_out_floor_records_per_s_1_core"].notes
+    )
+    assert "busy" not in by_name["scale_out_records_per_s_1_core"].notes
+
+
+def test_machine_cores_busy_comes_from_proc_stat_deltas(tmp_path: Path) -> None:
+    from bench.scale_out import cores_busy, machine_jiffies
+
+    stat = tmp_path / "stat"
+    # user nice system idle iowait irq softirq steal (guest columns are inside user's)
+    stat.write_text("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 50 0 25 400 25 0 0 0 0 0\n")
+    before = machine_jiffies(stat)
+    assert before == (150, 1000)
+    stat.write_text("cpu  250 0 100 850 50 0 0 0 0 0\ncpu0 50 0 25 400 25 0 0 0 0 0\n")
+    after = machine_jiffies(stat)
+    # 200 of the 250 ticks since were busy: 0.8 of the machine, 1.6 of 2 cores
+    assert cores_busy(before, after, cores=2) == 1.6
+    assert cores_busy(after, after, cores=2) == 0.0
