@@ -202,8 +202,7 @@ def floor_worker(spec: dict[str, Any]) -> dict[str, Any]:
         wall = SystemClock()
         sequence = writes.BatchSequence()  # the pipeline's rule for which batches are fresh
         seconds: dict[int, float] = {}
-
-        busy: dict[int, float] = {}
+        busy: dict[int, float] = {}  # the machine's cores busy in each batch
 
         def each(batch: Any, batch_id: int) -> None:
             began, jiffies = time.monotonic(), machine_jiffies()
