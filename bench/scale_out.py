@@ -167,7 +167,7 @@ def floor_worker(spec: dict[str, Any]) -> dict[str, Any]:
     the cluster at ``spec['url']`` with an executor of ``spec['cores']``, the floor query over
     ``spec['log_dir']`` to the end of what is available; returns its batches (records, seconds
     inside ``foreachBatch``)."""
-    from bench.steady import FLOOR_TABLES, floor_batch
+    from bench.steady import FLOOR_TABLES, floor_batch, rows_read
     from offsetscope import config
     from offsetscope.clock import SystemClock
     from offsetscope.spark import sources, writes
@@ -225,11 +225,7 @@ def floor_worker(spec: dict[str, Any]) -> dict[str, Any]:
         )
         try:
             query.processAllAvailable()
-            read: dict[int, int] = {}
-            for p in query.recentProgress:
-                # A trigger that found nothing new reports the next batch id with 0 rows.
-                batch_id = int(p["batchId"])
-                read[batch_id] = max(read.get(batch_id, 0), int(p["numInputRows"]))
+            read = rows_read(query)
         finally:
             query.stop()
     finally:

@@ -622,3 +622,16 @@ def test_machine_cores_busy_comes_from_proc_stat_deltas(tmp_path: Path) -> None:
     # 200 of the 250 ticks since were busy: 0.8 of the machine, 1.6 of 2 cores
     assert cores_busy(before, after, cores=2) == 1.6
     assert cores_busy(after, after, cores=2) == 0.0
+
+
+def test_a_floor_query_counts_each_batch_from_its_progress() -> None:
+    from types import SimpleNamespace
+
+    from bench.steady import rows_read
+
+    progress = [
+        {"batchId": 0, "numInputRows": 250_000},
+        {"batchId": 1, "numInputRows": 20_000},
+        {"batchId": 2, "numInputRows": 0},  # a trigger that found nothing new
+    ]
+    assert rows_read(SimpleNamespace(recentProgress=progress)) == {0: 250_000, 1: 20_000, 2: 0}
