@@ -631,7 +631,8 @@ def test_a_floor_query_counts_each_batch_from_its_progress() -> None:
 
     progress = [
         {"batchId": 0, "numInputRows": 250_000},
-        {"batchId": 1, "numInputRows": 20_000},
-        {"batchId": 2, "numInputRows": 0},  # a trigger that found nothing new
+        {"batchId": 1, "numInputRows": 0},  # a trigger that found nothing new yet
+        {"batchId": 1, "numInputRows": 20_000},  # batch 1 itself
+        {"batchId": 2, "numInputRows": 0},  # nothing after it
     ]
     assert rows_read(SimpleNamespace(recentProgress=progress)) == {0: 250_000, 1: 20_000, 2: 0}
