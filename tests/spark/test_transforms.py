@@ -476,9 +476,15 @@ def test_commit_candidates_summarize_as_all_the_commits(spark: SparkSession) -> 
     by_record = {_record(r): r for r in whole.to_pylist()}
     tombstones = {"g3": 200, "g7": 599}
 
-    spread = dec.decode(source.repartition(5), commit_candidates=True)
+    spread = frames.plain_pass(source.repartition(5), read_committed_source=False)
+    spread.run_apart()
+    counted = spread.counts()
+    assert counted.by_kind == {"offset_commit": 600}
+    assert counted.plain == 600
     for deleted in (tombstones, {}):
-        picked = frames.commit_candidates(spread, read_committed_source=False, tombstones=deleted)
+        picked = frames.commit_candidates(
+            counted.candidates, source, read_committed_source=False, tombstones=deleted
+        )
         # Whole rows of the batch's commits, among them every row the pure picks keep.
         assert all(by_record[_record(r)] == r for r in picked.to_pylist())
         assert {_record(r) for r in candidates(whole, deleted).to_pylist()} <= {
@@ -492,14 +498,51 @@ def test_commit_candidates_summarize_as_all_the_commits(spark: SparkSession) -> 
     assert 0 < sum(r is not None for r in whole["topic_id"].to_pylist()) < whole.num_rows
 
     # A partition's commits in one task, no group deleted: exactly the picks, each once.
-    one = dec.decode(source.coalesce(1), commit_candidates=True)
-    picked = frames.commit_candidates(one, read_committed_source=False, tombstones={})
+    one = frames.plain_pass(source.coalesce(1), read_committed_source=False)
+    one.run_apart()
+    counted = one.counts()
+    assert counted.ascending
+    picked = frames.commit_candidates(
+        counted.candidates, source, read_committed_source=False, tombstones={}
+    )
     assert sorted(map(_record, picked.to_pylist())) == sorted(
         map(_record, candidates(whole, {}).to_pylist())
     )
     assert picked.num_rows < whole.num_rows / 4
-    # The candidates' copies are not records: the counts leave them out.
-    assert frames.decoded_counts(one).by_kind == {"offset_commit": 600}
+    # The Arrow projection of the candidates is the Spark one, column for column.
+    assert picked.column_names == list(COLUMNS)
+
+
+def test_the_plain_part_is_every_plain_commit_by_its_key(spark: SparkSession) -> None:
+    """The source rows split by key alone: the plain part decodes to plain offset commits (or
+    quarantine for a value that does not decode), the rest holds every other kind; a group's
+    records are found by their key bytes."""
+    rows = []
+    for offset, group in enumerate(["g1", "g2", "gé", "g1"]):
+        key, value = _commit(group, 0, offset, T0, None)
+        rows.append(
+            {"topic": OFFSETS, "partition": 1, "offset": offset, "timestamp": T0}
+            | {"key": key, "value": value}
+        )
+    key, _ = _commit("g2", 0, 1, T0, None)
+    bad = {"topic": OFFSETS, "partition": 1, "offset": 4, "timestamp": T0, "key": key}
+    rows.append(bad | {"value": b"\x00\x09garbage"})
+    rows.append(bad | {"offset": 5, "key": b"\x00", "value": b"v"})
+    rows.append(bad | {"offset": 6, "key": None, "value": b"v"})
+    source = _source(spark, rows)
+    plain, light = frames.split_plain(source)
+    assert plain.count() + light.count() == len(rows)
+    by_offset = {r["offset"]: r["kind"] for r in dec.decode(plain).collect()}
+    assert {by_offset.pop(o) for o in range(4)} == {"offset_commit"}
+    # The type-1 key whose value does not decode: in the plain part, bound for quarantine.
+    assert list(by_offset) == [4]
+    assert by_offset[4] in {dec.ERROR, dec.UNKNOWN}
+    light_kinds = [r["kind"] for r in dec.decode(light).collect()]
+    assert len(light_kinds) == 2
+    assert set(light_kinds) <= {dec.ERROR, dec.UNKNOWN}
+    chosen = frames.of_groups(plain, ["g1", "gé"])
+    assert sorted(r["offset"] for r in chosen.collect()) == [0, 2, 3]
+    assert frames.of_groups(plain, []).count() == 0
 
 
 def _record(row: dict[str, Any]) -> tuple[int, int]:

@@ -3,18 +3,26 @@
 Per micro-batch (``foreachBatch``, with ``batch_df.sparkSession``)::
 
     source rows ─persist─┬─> raw_records (bronze, idempotent append)
-                         └─> decode once (mapInArrow) ─persist─┬─> silver appends, quarantine
-                                                               ├─> plain commits (Spark SQL)
-                                                               │    -> offset_commits append, summary
-                                                               └─> light events
-                                                                   -> fold step (history.batch)
-                                                                   -> gold MERGEs, appends of
-                                                                      groups_current, fold_state
+                         ├─> plain offset commits (by key) ─> decode inside the offset_commits
+                         │     append, observed: counts, order, packed commit candidates ─┐
+                         └─> the rest (light) ─> decode ─persist─┬─> silver appends,      │
+                                                                 │   quarantine           │
+                                                                 └─> light events ────────┤
+                             fold step (history.batch) <── commit summary <───────────────┘
+                             -> gold MERGEs, appends of groups_current, fold_state
     end-offset sampler ─> end_offsets ─> partition_lag          audit row: counts in/out, skips
 
-* **Decode once**: the source rows and the decoded rows are persisted for the batch, so every
-  table reads the same decoded rows; counts in = events + quarantined + unknown is checked
-  (:func:`offsetscope.spark.decode.kind_counts`) before anything is written.
+* **Decode once, keep the few**: the source rows are persisted for the batch and split by what
+  their coordinates and keys say (:func:`offsetscope.pipelines.frames.split_plain`). The plain
+  offset commits -- most of a batch -- are decoded inside the append that writes their
+  ``offset_commits`` rows and never kept or read again: that append's pass observes their
+  counts per kind, whether each task's records ascended, and the commit candidates each decode
+  task packed (:class:`offsetscope.pipelines.frames.PlainPass`). Every other record is decoded
+  apart and persisted, so the silver tables and the light events read the same decoded rows.
+  Counts in = events + quarantined + unknown is checked over both parts
+  (:func:`offsetscope.spark.decode.kind_counts`) once the plain append is done, before any
+  other table but ``raw_records`` is written. A replay's append may be skipped by its marks, so
+  there the plain pass runs apart first (Spark's ``noop`` sink) and the append decodes again.
 * **Plain commits in Spark SQL**: offset commits outside transactions are committed as read
   (``resolved_by = non_transactional``; with the Kafka source and ``read_committed`` every commit
   that arrives is committed: ``read_committed_source``). Their rows are final and their key
@@ -22,7 +30,12 @@ Per micro-batch (``foreachBatch``, with ``batch_df.sparkSession``)::
   MERGE would add a scan of the day's partition to every batch. They never reach the driver:
   they are gated and appended from the executors, and the group fold's summary
   (:mod:`offsetscope.history.commits`) is made of the few commits each decode task picked
-  as it decoded them (:func:`offsetscope.pipelines.frames.commit_candidates`).
+  as it decoded them (:func:`offsetscope.pipelines.frames.commit_candidates`). Their key is
+  taken as unique when each of their topic partitions is read by one task
+  (:func:`offsetscope.pipelines.frames.coordinates_unique`) and the task's records ascend,
+  which the append's own pass reports: a task whose records did not ascend has its batch
+  searched for repeated records after the append, and a repeat fails the batch
+  (:class:`RepeatedRecordsError`; every source reads a partition's records once, in order).
 * **The fold step** (:mod:`offsetscope.history.batch`, the same composition the tests run) folds
   the light events with the summary: transactional commits and markers per ``__consumer_offsets``
   partition (segment sources only), every group id with its chosen commits, every transactional
@@ -32,10 +45,10 @@ Per micro-batch (``foreachBatch``, with ``batch_df.sparkSession``)::
   appended at the version of the group state it was folded into (``GROUPS_CURRENT`` in
   :mod:`offsetscope.spark.tables`; the view of that name shows each group's latest).
 * **Writes** (:mod:`offsetscope.pipelines.writer`): queued while the batch is worked out and
-  started in three steps, table by table in parallel, each gold table behind its quality gate.
-  The appends of what the batch read and decoded (bronze, silver, the plain commits) start once
-  the Spark work before the fold is done, and run while the driver folds; the gold writes and
-  the lag once the fold is done; the ``groups_current`` and fold-state appends once the states
+  started in four steps, table by table in parallel, each gold table behind its quality gate.
+  The bronze append and the plain commits' append (with their decode) first, once the light
+  part is decoded; the silver appends once the plain append reported, running while the
+  driver folds; the gold writes and the lag once the fold is done; the ``groups_current`` and fold-state appends once the states
   are versioned; the audit row last, once every other write has finished. A batch that failed
   half-way is replayed from the states as they were before its own fold-state append
   (:func:`offsetscope.pipelines.state.replay_version`), so it is folded again from the same
@@ -181,13 +194,38 @@ class Batch:
     state_version: int | None = None
 
 
+class RepeatedRecordsError(RuntimeError):
+    """The source delivered a record twice in one batch, found after the append that took the
+    batch's records as unique (every source reads a partition's records once, in order)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Share:
+    """One cluster's share of a batch once its first writes are queued (``IngestPipeline.
+    _begin``)."""
+
+    batch: Batch
+    stats: Sequence[Any]
+    rows_in: int
+    # The light part's decoded rows, kept for the batch, and their counts.
+    light: DataFrame
+    found: frames.DecodedCounts
+    # The plain part decoded inside its append (None: the share read no __consumer_offsets).
+    plain: frames.PlainPass | None
+    # Its counts, when its pass ran apart before the append (a possible replay).
+    counted: frames.PlainCounts | None
+    # The append took the plain commits' keys as unique.
+    unique: bool
+
+
 @dataclass(frozen=True, slots=True)
 class _Collected:
     """One cluster's share of a batch once the Spark work before its fold is done."""
 
     batch: Batch
     stats: Sequence[Any]
-    decoded: DataFrame
+    # The plain part's source rows (None: the share read no __consumer_offsets).
+    plain: DataFrame | None
     routed: step.Routed
     # The plain commits the summary picks from (None: the share has none).
     picked: pa.Table | None
@@ -335,33 +373,28 @@ class IngestPipeline:
         # Each cluster's records are decoded and folded apart: its fold states, its lag, its
         # rows. The clusters' writes of a table are started together: one write per table and
         # kind for the batch.
-        collected: list[_Collected] = []
-        for cluster, cluster_stats in self._by_cluster(stats).items():
-            b = dataclasses.replace(shared, cluster=cluster, folded={}, loaded={})
-            own = raw if len(self.clusters) == 1 else _of_cluster(raw, cluster)
-            part = dec.decode(own, commit_candidates=True).persist(StorageLevel.MEMORY_AND_DISK)
-            decoded.append(part)
-            cluster_in = sum(int(s["records"]) for s in cluster_stats)
-            with b.timings.timed("decode"):
-                found = frames.decoded_counts(part)
-            cluster_counts = dec.kind_counts(cluster_in, found.by_kind)
-            self._bronze_and_silver(b, own, part, cluster_in, cluster_counts)
-            collected.append(
-                self._collect(
-                    b,
-                    part,
-                    cluster_counts,
-                    found.plain,
-                    cluster_stats,
-                    unique=frames.coordinates_unique(cluster_stats, found.ascending),
-                )
+        shares = [
+            self._begin(
+                dataclasses.replace(shared, cluster=cluster, folded={}, loaded={}),
+                raw if len(self.clusters) == 1 else _of_cluster(raw, cluster),
+                cluster_stats,
+                decoded,
             )
+            for cluster, cluster_stats in self._by_cluster(stats).items()
+        ]
+        # raw_records and the plain commits' appends, the plain part's decode inside them;
+        # what the fold needs of it comes with the append.
+        self._start_queued(shared, batch_writes)
+        if any(s.plain is not None and s.counted is None for s in shares):
+            with shared.timings.timed("plain commits"):
+                batch_writes.wait("offset_commits")
+        collected: list[_Collected] = []
+        for share in shares:
+            c, cluster_counts = self._collect(share)
+            collected.append(c)
             for kind, n in cluster_counts.items():
                 counts[kind] += n
-        # What the batch read and decoded is appended while the driver folds: those writes
-        # need nothing the fold computes, and the fold leaves the executors idle. Not before
-        # the commit summary's jobs, which would queue behind them (Spark runs jobs first in,
-        # first out): docs/benchmarks.md, design choices.
+        # The silver appends run while the driver folds.
         self._start_queued(shared, batch_writes)
         for c in collected:
             b = c.batch
@@ -438,21 +471,66 @@ class IngestPipeline:
             out[cluster].append(s)
         return dict(out)
 
-    def _bronze_and_silver(
-        self, b: Batch, raw: DataFrame, decoded: DataFrame, rows_in: int, counts: Mapping[str, int]
-    ) -> None:
+    def _begin(
+        self, b: Batch, raw: DataFrame, stats: Sequence[Any], decoded: list[DataFrame]
+    ) -> _Share:
+        """One cluster's share of the batch up to its first writes: the light part decoded,
+        kept (into ``decoded``) and counted; the ``raw_records`` append and the plain part's
+        ``offset_commits`` append queued (:func:`offsetscope.pipelines.frames.plain_pass`)."""
+        rows_in = sum(int(s["records"]) for s in stats)
         BatchWriter.append(
             b.tasks,
             "raw_records",
             frames.bronze_frame(raw, b.batch_id, b.started_ms, b.cluster),
             rows_in,
         )
+        plain_source, light_source = frames.split_plain(raw)
+        light = dec.decode(light_source).persist(StorageLevel.MEMORY_AND_DISK)
+        decoded.append(light)
+        with b.timings.timed("decode"):
+            found = frames.decoded_counts(light)
+        if not any(s["topic"] == OFFSETS_TOPIC for s in stats):
+            return _Share(b, stats, rows_in, light, found, None, None, unique=True)
+        read_committed = self.read_committed_source[b.cluster]
+        plain = frames.plain_pass(plain_source, read_committed_source=read_committed)
+        counted = None
+        if b.fresh:
+            # The append runs (a fresh batch is no replay) and its pass fills the observation;
+            # the order of the records it decodes is known after it (_collect).
+            unique = frames.coordinates_unique(stats, True)
+            rows = plain.rows
+            expected = None
+        else:
+            # A possible replay's append may be skipped: the pass runs apart, before it.
+            with b.timings.timed("plain commits"):
+                plain.run_apart()
+            counted = plain.counts()
+            unique = frames.coordinates_unique(stats, counted.ascending)
+            rows = frames.plain_commit_frame(
+                dec.decode(plain_source), read_committed_source=read_committed
+            )
+            expected = counted.plain
+        if expected != 0:
+            # Final as read: gated and appended from the executors.
+            BatchWriter.append(
+                b.tasks,
+                "offset_commits",
+                writes.ms_frame("offset_commits", rows, cluster=b.cluster),
+                expected,
+                unique_key=unique,
+            )
+        return _Share(b, stats, rows_in, light, found, plain, counted, unique=unique)
+
+    def _silver(self, share: _Share, light: Mapping[str, int], plain: Mapping[str, int]) -> None:
+        """Queue the silver appends: the light part's rows, and the plain part's records whose
+        values did not decode (quarantine; decoded again, as they are rare)."""
+        b = share.batch
         per_table = {
-            "group_metadata_events": counts["group_metadata"],
-            "consumer_group_events": counts["consumer_group"],
-            "transaction_log_events": counts["transaction_log"],
-            "control_records": counts["control"],
-            "quarantine": counts[dec.ERROR] + counts[dec.UNKNOWN],
+            "group_metadata_events": light.get("group_metadata", 0),
+            "consumer_group_events": light.get("consumer_group", 0),
+            "transaction_log_events": light.get("transaction_log", 0),
+            "control_records": light.get("control", 0),
+            "quarantine": light.get(dec.ERROR, 0) + light.get(dec.UNKNOWN, 0),
         }
         batch = {
             "ingest_batch_id": F.lit(b.batch_id).cast("bigint"),
@@ -462,50 +540,60 @@ class IngestPipeline:
             n = per_table[table.logical]
             if n:
                 BatchWriter.append(
-                    b.tasks, table.logical, dec.silver_frame(decoded, table, batch), n
+                    b.tasks, table.logical, dec.silver_frame(share.light, table, batch), n
                 )
+        bad = plain.get(dec.ERROR, 0) + plain.get(dec.UNKNOWN, 0)
+        if bad and share.plain is not None:
+            BatchWriter.append(
+                b.tasks,
+                catalogue.QUARANTINE.logical,
+                dec.silver_frame(dec.decode(share.plain.source), catalogue.QUARANTINE, batch),
+                bad,
+            )
 
-    def _collect(
-        self,
-        b: Batch,
-        decoded: DataFrame,
-        counts: Mapping[str, int],
-        plain_count: int,
-        stats: Sequence[Any],
-        *,
-        unique: bool,
-    ) -> _Collected:
-        """The Spark work of the fold step over one cluster's share of the batch, and the
-        append of its plain commits queued (``plain_count``: its offset commits outside
-        transactions; ``unique``: no two of its records share coordinates, which key the
-        plain commits' rows)."""
+    def _collect(self, share: _Share) -> tuple[_Collected, dict[str, int]]:
+        """The Spark work of the fold step over one cluster's share of the batch, once its
+        plain commits are appended (:meth:`_begin`): its counts checked, its silver appends
+        queued, its light events and commit candidates on the driver."""
+        b = share.batch
+        plain = share.counted
+        if plain is None and share.plain is not None:
+            plain = share.plain.counts()
+            # The append took the records' coordinates as unique from the tasks they are in;
+            # a task whose records did not ascend may have repeated one.
+            if (
+                share.unique
+                and not plain.ascending
+                and frames.repeated_coordinates(share.plain.source)
+            ):
+                raise RepeatedRecordsError(
+                    f"batch {b.batch_id} ({b.cluster}): the source delivered a record of "
+                    "__consumer_offsets twice; its offset_commits rows were appended "
+                    "without the uniqueness check"
+                )
+        by_kind = dict(share.found.by_kind)
+        for kind, n in (plain.by_kind if plain else {}).items():
+            by_kind[kind] = by_kind.get(kind, 0) + n
+        counts = dec.kind_counts(share.rows_in, by_kind)
+        self._silver(share, share.found.by_kind, plain.by_kind if plain else {})
         light = []
         if any(counts[k] for k in frames.LIGHT_KINDS) or (
             self.markers_visible and counts["offset_commit"]
         ):
             with b.timings.timed("collect light streams"):
-                light = frames.light_events(decoded)
+                light = frames.light_events(share.light)
         routed = step.route(light)
         picked = None
-        if plain_count:
-            read_committed = self.read_committed_source[b.cluster]
+        if plain is not None and plain.plain and share.plain is not None:
             with b.timings.timed("commit summary"):
                 picked = frames.commit_candidates(
-                    decoded, read_committed_source=read_committed, tombstones=routed.tombstones
+                    plain.candidates,
+                    share.plain.source,
+                    read_committed_source=self.read_committed_source[b.cluster],
+                    tombstones=routed.tombstones,
                 )
-            # Final as read: gated and appended from the executors.
-            BatchWriter.append(
-                b.tasks,
-                "offset_commits",
-                writes.ms_frame(
-                    "offset_commits",
-                    frames.plain_commit_frame(decoded, read_committed_source=read_committed),
-                    cluster=b.cluster,
-                ),
-                plain_count,
-                unique_key=unique,
-            )
-        return _Collected(b, stats, decoded, routed, picked)
+        source = share.plain.source if share.plain is not None else None
+        return _Collected(b, share.stats, source, routed, picked), counts
 
     def _fold(self, b: Batch, c: _Collected) -> tuple[Positions, Sequence[OffsetCommitRow]]:
         """The fold step over one cluster's share of the batch (:meth:`_collect`): queues the
@@ -536,7 +624,9 @@ class IngestPipeline:
                     for k, row in self._load_states(b, keys).items()
                 },
                 offsets_partitions=offsets_partitions,
-                window_commits=lambda windows: frames.window_commits(c.decoded, windows),
+                window_commits=lambda windows: (
+                    frames.window_commits(c.plain, windows) if c.plain is not None else []
+                ),
             )
         b.folded.update(folded.folded)
         for (fold_name, key), state in folded.states.items():

@@ -21,12 +21,17 @@ decoded rows, with only small results reaching the driver.
 
 from __future__ import annotations
 
+import functools
+import operator
+import struct
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from offsetscope.history.batch import Window
@@ -34,12 +39,23 @@ from offsetscope.history.commits import COLUMNS, candidates
 from offsetscope.history.events import Event, OffsetCommitEvent
 from offsetscope.history.offsets import COMMITTED
 from offsetscope.pipelines.events import event_from_decoded
+from offsetscope.protocol.records import OFFSETS_TOPIC
 from offsetscope.spark import decode as dec
 from offsetscope.spark import tables as catalogue
 
 # The light streams: everything but the plain offset commits.
 LIGHT_KINDS = ("group_metadata", "consumer_group", "transaction_log", "control")
 _LIGHT = f"kind IN {LIGHT_KINDS} OR (kind = 'offset_commit' AND is_transactional)"
+# The source records that are plain offset commits by their coordinates and key alone: in
+# __consumer_offsets, no control record, outside transactions, framed by the source, and a key
+# of type 0 or 1 (OffsetCommitKey; the decoder's own dispatch, protocol/arrow_decode.py). Each
+# decodes to a plain offset commit, or to an error or unknown row when its value does not
+# decode; every other record is in the light part (:func:`split_plain`).
+PLAIN_RECORDS = (
+    f"topic = '{OFFSETS_TOPIC}' AND NOT coalesce(is_control, false) "
+    "AND NOT coalesce(is_transactional, false) AND source_error IS NULL "
+    "AND substring(key, 1, 2) IN (X'0000', X'0001')"
+)
 
 
 _TASK = "__task"
@@ -120,6 +136,108 @@ def coordinates_unique(stats: Iterable[Any], ascending: bool) -> bool:
     return True
 
 
+def split_plain(raw: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """``raw``'s source rows as (the plain offset commits, the rest): :data:`PLAIN_RECORDS`,
+    and every row it does not hold true for (a null key among them)."""
+    plain = F.expr(PLAIN_RECORDS)
+    return raw.where(plain), raw.where(~F.coalesce(plain, F.lit(False)))
+
+
+@dataclass(frozen=True, slots=True)
+class PlainCounts:
+    """What the plain part's decode tells the batch (:class:`PlainPass`)."""
+
+    # Its decoded rows per kind: offset_commit, and error or unknown for values that did not
+    # decode.
+    by_kind: dict[str, int]
+    # Offset commits outside transactions.
+    plain: int
+    # No task saw its records' offsets stop ascending (spark.decode: out_of_sequence).
+    ascending: bool
+    # The decode tasks' commit candidates (spark.decode: _COMMIT_COLUMNS, as decoded).
+    candidates: pa.Table
+
+
+@dataclass(frozen=True, slots=True)
+class PlainPass:
+    """The plain part of a batch (:func:`split_plain`) decoded once, inside the append of its
+    ``offset_commits`` rows: ``rows`` are those rows, and the append's pass over them observes
+    the counts per kind, the records' order and the decode tasks' packed commit candidates
+    (:mod:`offsetscope.spark.decode`), so the plain commits -- most of a batch's records --
+    are never kept, read again or carried to the driver.
+
+    ``rows`` must be written once (the observation takes the first action's metrics), or the
+    pass run alone (:meth:`run_apart`) when the append may be skipped as a replay.
+    """
+
+    source: DataFrame
+    rows: DataFrame
+    observation: Observation
+
+    def run_apart(self) -> None:
+        """Run the decode without writing (Spark's ``noop`` sink), to fill the observation."""
+        self.rows.write.format("noop").mode("overwrite").save()
+
+    def counts(self) -> PlainCounts:
+        """The observed metrics, once ``rows`` were written or :meth:`run_apart` ran (this
+        waits for that action)."""
+        got = self.observation.get
+        by_kind = {k: int(got[k]) for k in dec.KINDS if got[k]}
+        return PlainCounts(
+            by_kind,
+            int(got["plain"]),
+            not got["broken"],
+            dec.unpack_candidates(got["packed"]),
+        )
+
+
+def plain_pass(source: DataFrame, *, read_committed_source: bool) -> PlainPass:
+    """The :class:`PlainPass` of ``source`` (the plain part of a batch's source rows)."""
+    observation = Observation()
+    metrics: list[Column] = [F.count_if(F.col("kind") == F.lit(k)).alias(k) for k in dec.KINDS]
+    metrics += [
+        F.count_if(F.expr("kind = 'offset_commit' AND NOT is_transactional")).alias("plain"),
+        F.coalesce(F.max("out_of_sequence"), F.lit(False)).alias("broken"),
+        F.collect_list(F.when(F.col("kind") == F.lit(dec.CANDIDATE), F.col("raw_value"))).alias(
+            "packed"
+        ),
+    ]
+    observed = dec.decode(source, commit_candidates=True).observe(observation, *metrics)
+    rows = plain_commit_frame(observed, read_committed_source=read_committed_source)
+    return PlainPass(source, rows, observation)
+
+
+def repeated_coordinates(raw: DataFrame) -> bool:
+    """Whether two of ``raw``'s source rows share a topic, partition and offset (one hash
+    aggregation over the three columns)."""
+    return not (
+        raw.where(F.col("offset").isNotNull())
+        .groupBy("topic", "partition", "offset")
+        .count()
+        .where(F.col("count") > 1)
+        .isEmpty()
+    )
+
+
+def of_groups(plain: DataFrame, groups: Iterable[str]) -> DataFrame:
+    """The rows of ``plain`` (plain offset commits' source rows) whose key names one of
+    ``groups``, chosen by their key bytes in the JVM so that only they are decoded: an
+    OffsetCommitKey is int16 type, int16 length and the group's UTF-8 bytes, then the topic and
+    partition (the decoder's offset-commit key, lib/offsetscope/protocol/arrow_decode.py)."""
+    by_length: dict[int, list[bytes]] = defaultdict(list)
+    for group in sorted(set(groups)):
+        name = group.encode()
+        head = struct.pack(">h", len(name)) + name
+        by_length[len(head)].append(head)
+    if not by_length:
+        return plain.limit(0)
+    chosen = [
+        F.substring(F.col("key"), 3, n).isin([F.lit(bytearray(h)) for h in heads])
+        for n, heads in sorted(by_length.items())
+    ]
+    return plain.where(functools.reduce(operator.or_, chosen))
+
+
 def bronze_frame(raw: DataFrame, batch_id: int, ingested_at_ms: int, cluster: str) -> DataFrame:
     """Source rows of ``cluster`` -> ``raw_records`` rows."""
     spec = catalogue.spec("raw_records")
@@ -178,42 +296,94 @@ def plain_commit_frame(
 
 
 def commit_candidates(
-    decoded: DataFrame, *, read_committed_source: bool, tombstones: Mapping[str, int]
+    candidates: pa.Table,
+    plain: DataFrame,
+    *,
+    read_committed_source: bool,
+    tombstones: Mapping[str, int],
 ) -> pa.Table:
     """The batch's plain commits the summary can pick, on the driver as Arrow (the columns of
     ``offset_commits``, timestamps in epoch ms).
 
     :func:`offsetscope.history.commits.summarize` of the result equals its summary of all the
     batch's plain commits: every pick is a per-key arg-min or arg-max, kept by the decode task
-    that read the commit (``decoded`` is :func:`offsetscope.spark.decode.decode` with
-    ``commit_candidates``: its candidate rows). Those picks know no tombstones; the commits of
-    the groups deleted in the batch are picked again here, all in one task, with them.
+    that read the commit (``candidates``: :attr:`PlainCounts.candidates`). Those picks know no
+    tombstones; the commits of the groups deleted in the batch are picked again here, all in
+    one task, with them -- decoded again from ``plain`` (the plain part's source rows), only
+    the records of those groups (:func:`of_groups`).
 
     Args:
-        decoded: decoded rows with their commit candidates.
+        candidates: the decode tasks' candidates, as decoded.
+        plain: the plain part's source rows (:func:`split_plain`).
         read_committed_source: the rows come from a ``read_committed`` Kafka source.
         tombstones: group -> record offset of its last group-metadata tombstone in the batch.
     """
-    picked = decoded.where(F.col("kind") == F.lit(dec.CANDIDATE)).withColumn(
-        "kind", F.lit("offset_commit")
-    )
-    columns = [f"`{c}`" for c in COLUMNS]
-    parts = [
-        plain_commit_frame(picked, read_committed_source=read_committed_source)
-        .select(*columns)
-        .toArrow()
-    ]
+    parts = [plain_commit_table(candidates, read_committed_source=read_committed_source)]
     if tombstones:
         deleted = dict(tombstones)
+        columns = [f"`{c}`" for c in COLUMNS]
         # A batch's deleted groups are few: their commits are picked with their tombstones in
         # one task, beside what the decode picked of them without.
         of_deleted = (
-            plain_commit_frame(decoded, read_committed_source=read_committed_source)
+            plain_commit_frame(
+                dec.decode(of_groups(plain, deleted)), read_committed_source=read_committed_source
+            )
             .where(F.col("group_id").isin(sorted(deleted)))
             .select(*columns)
         )
         parts.append(of_deleted.coalesce(1).mapInArrow(_keep(deleted), of_deleted.schema).toArrow())
-    return pa.concat_tables(parts)
+    return pa.concat_tables(parts, promote_options="permissive")
+
+
+def plain_commit_table(decoded: pa.Table, *, read_committed_source: bool) -> pa.Table:
+    """:func:`plain_commit_frame`'s columns in Arrow, for decoded offset commits on the driver
+    (the same values, each column as that function's expression gives it)."""
+    how = "read_committed_source" if read_committed_source else "non_transactional"
+    n = decoded.num_rows
+    commit = decoded.column("offset_commit").combine_chunks()
+
+    def field(name: str) -> pa.Array:
+        return pc.struct_field(commit, name)
+
+    def column(name: str) -> pa.Array:
+        return decoded.column(name).combine_chunks()
+
+    # CASE WHEN <null> takes the ELSE branch.
+    tombstone = column("is_tombstone").fill_null(False)
+    transactional = column("is_transactional").fill_null(False)
+    no_long = pa.nulls(n, pa.int64())
+
+    def unless_removed(value: pa.Array) -> pa.Array:
+        value = value.cast(pa.int64())
+        removed = pc.or_kleene(tombstone, pc.less(value, 0)).fill_null(False)
+        return pc.if_else(removed, no_long, value)
+
+    at = column("timestamp").cast(pa.int64())
+    values = {
+        "group_id": field("group"),
+        "topic": field("topic"),
+        "partition": field("partition").cast(pa.int32()),
+        "offset": pc.if_else(tombstone, no_long, field("offset").cast(pa.int64())),
+        "leader_epoch": field("leader_epoch").cast(pa.int32()).fill_null(-1),
+        "metadata": field("metadata").fill_null(""),
+        "commit_timestamp": unless_removed(field("commit_timestamp")),
+        "expire_timestamp": unless_removed(field("expire_timestamp")),
+        "topic_id": field("topic_id"),
+        "is_tombstone": column("is_tombstone"),
+        "record_partition": column("partition").cast(pa.int32()),
+        "record_offset": column("offset").cast(pa.int64()),
+        "record_timestamp": at,
+        "transactional": column("is_transactional"),
+        "producer_id": pc.if_else(transactional, column("producer_id").cast(pa.int64()), no_long),
+        "producer_epoch": pc.if_else(
+            transactional, column("producer_epoch").cast(pa.int32()), pa.nulls(n, pa.int32())
+        ),
+        "status": pa.array([COMMITTED] * n, pa.string()),
+        "resolved_at": at,
+        "resolved_by": pc.if_else(tombstone, pa.scalar("tombstone"), pa.scalar(how)),
+        "effective_at": at,
+    }
+    return pa.table({name: values[name] for name in COLUMNS})
 
 
 def _keep(
@@ -236,14 +406,17 @@ def light_events(decoded: DataFrame) -> list[Event]:
     return [e for row in table.to_pylist() if (e := event_from_decoded(row)) is not None]
 
 
-def window_commits(decoded: DataFrame, windows: set[Window]) -> list[OffsetCommitEvent]:
+def window_commits(plain: DataFrame, windows: set[Window]) -> list[OffsetCommitEvent]:
     """The batch's plain commits inside ``windows`` (one broadcast join; see
-    :data:`offsetscope.history.batch.Window`)."""
+    :data:`offsetscope.history.batch.Window`), decoded again from ``plain`` (the plain part's
+    source rows, :func:`split_plain`): only the records of the windows' groups
+    (:func:`of_groups`)."""
+    decoded = dec.decode(of_groups(plain, {w[1] for w in windows}))
     wanted = decoded.sparkSession.createDataFrame(
         sorted(windows, key=lambda w: (w[:5], w[5] is None, w[5] or 0)),
         "k_partition int, k_group string, k_topic string, k_tp int, k_lo bigint, k_hi bigint",
     )
-    plain = decoded.where("kind = 'offset_commit' AND NOT is_transactional").join(
+    inside = decoded.where("kind = 'offset_commit' AND NOT is_transactional").join(
         F.broadcast(wanted),
         (F.col("partition") == F.col("k_partition"))
         & (F.col("offset_commit.group") == F.col("k_group"))
@@ -254,9 +427,9 @@ def window_commits(decoded: DataFrame, windows: set[Window]) -> list[OffsetCommi
     )
     columns = [c for c in decoded.columns if c not in catalogue.DECODE_EXTRA_NAMES]
     # A record inside several windows of its key arrives once per window.
-    plain = plain.select(*columns).dropDuplicates(["partition", "offset"])
+    inside = inside.select(*columns).dropDuplicates(["partition", "offset"])
     out: list[OffsetCommitEvent] = []
-    for row in plain.toArrow().to_pylist():
+    for row in inside.toArrow().to_pylist():
         event = event_from_decoded(row)
         if not isinstance(event, OffsetCommitEvent):
             raise TypeError(f"a plain offset commit decoded as {type(event).__name__}")

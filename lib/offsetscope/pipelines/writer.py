@@ -520,6 +520,13 @@ class BatchWrites:
             self._last[logical] = future
             self._futures.append(future)
 
+    def wait(self, logical: str) -> None:
+        """Wait for the writes of ``logical`` started so far (a table's later write waits for
+        its earlier ones); raises the error of a failed one."""
+        future = self._last.get(logical)
+        if future is not None:
+            future.result()
+
     def finish(self) -> dict[str, int]:
         """Wait for every write started and record the batch's quality results.
 

@@ -17,23 +17,27 @@ offset; nothing is dropped, so per batch::
 
 which :func:`kind_counts` checks (:class:`CountMismatchError` when it does not hold).
 
-**Commit candidates** (``decode(df, commit_candidates=True)``, the ingest pipeline's decode):
-after a task's last decoded row come copies of the task's plain offset commits (outside
-transactions) that the commit summary can pick, :func:`offsetscope.history.commits.
-candidate_rows` over the task's commits, with ``kind`` = :data:`CANDIDATE` and every other
-column as decoded. The picks are made where the commits already are, in the decode's own
-Python pass, so the summary needs no second pass over the batch's commits: the driver reads
-these rows alone (:func:`offsetscope.pipelines.frames.commit_candidates`). They are not
-records: :data:`KINDS` and the count above leave them out. The picks read no tombstones (a
-group deleted in the batch gets its picks after the deletion elsewhere), so a task's
-candidates are the same whatever order or split its records come in, and the running picks
-are reduced as the task's batches arrive: the task holds its candidates so far and the
-commits since (at most ``REDUCE_ROWS`` or twice the candidates), not all of its commits::
+**Commit candidates** (``decode(df, commit_candidates=True)``, the ingest pipeline's decode of
+its plain offset commits): after a task's last decoded row comes one more row, of ``kind`` =
+:data:`CANDIDATE`, whose ``raw_value`` holds the task's plain offset commits (outside
+transactions) that the commit summary can pick -- :func:`offsetscope.history.commits.
+candidate_rows` over the task's commits, their :data:`_COMMIT_COLUMNS` as decoded -- packed as
+one zstd-compressed Arrow IPC stream (:func:`unpack_candidates`). The picks are made where the
+commits already are, in the decode's own Python pass, so the summary needs no second pass over
+the batch's commits, and the pipeline reads them as an observed metric of the append that
+writes the commits (:mod:`offsetscope.pipelines.frames`, ``PlainPass``): a task's candidates
+are one value however many, where as rows they would be carried and converted one by one.
+The packed row is not a record: :data:`KINDS` and the count above leave it out. The picks
+read no tombstones (a group deleted in the batch gets its picks after the deletion
+elsewhere), so a task's candidates are the same whatever order or split its records come in,
+and the running picks are reduced as the task's batches arrive: the task holds its
+candidates so far and the commits since (at most ``REDUCE_ROWS`` or twice the candidates),
+not all of its commits::
 
     source batch -> decoded batch -> (yielded)
                         plain commits -> pending ──(pending >= max(REDUCE_ROWS, 2 kept))──>
                                          kept = candidate_rows(kept + pending)
-    end of task: kept, kind = commit_candidate -> (yielded)
+    end of task: kept -> Arrow IPC (zstd) -> one row, kind = commit_candidate -> (yielded)
 
 The silver projections (:func:`silver_frame`) read their column lists and expressions from the
 table catalogue (:mod:`offsetscope.spark.tables`).
@@ -73,7 +77,7 @@ EVENT_KINDS: Final = (
 ERROR = "error"
 UNKNOWN = "unknown"
 KINDS: Final = (*EVENT_KINDS, ERROR, UNKNOWN)
-# The kind of the commit candidates' copies (module docstring): not a record's kind.
+# The kind of a task's packed commit candidates (module docstring): not a record's kind.
 CANDIDATE: Final = "commit_candidate"
 # A task reduces its pending commits to candidates once they are this many, or twice as many as
 # the candidates it keeps (so a task's reductions cost at most about twice one pass over its
@@ -292,20 +296,25 @@ class _Candidates:
             self._reduce()
 
     def finish(self) -> Iterator[pa.RecordBatch]:
-        """The task's candidates, as :data:`CANDIDATE` rows."""
+        """The task's candidates, packed in one :data:`CANDIDATE` row (none without any)."""
         self._reduce()
         if self._kept is None:
             return
-        n = self._kept.num_rows
+        sink = pa.BufferOutputStream()
+        options = pa.ipc.IpcWriteOptions(compression="zstd")
+        with pa.ipc.new_stream(sink, _COMMIT_COLUMNS, options=options) as stream:
+            stream.write_table(self._kept)
         columns = []
         for f in DECODE_OUTPUT_SCHEMA:
             if f.name == "kind":
-                columns.append(pa.array([CANDIDATE] * n, f.type))
-            elif f.name in _COMMIT_COLUMNS.names:
-                columns.append(self._kept.column(f.name))
+                columns.append(pa.array([CANDIDATE], f.type))
+            elif f.name == "raw_value":
+                columns.append(pa.array([sink.getvalue().to_pybytes()], f.type))
+            elif f.name == "out_of_sequence":
+                columns.append(pa.array([False], f.type))
             else:
-                columns.append(pa.nulls(n, f.type))
-        yield from pa.Table.from_arrays(columns, schema=DECODE_OUTPUT_SCHEMA).to_batches()
+                columns.append(pa.nulls(1, f.type))
+        yield pa.RecordBatch.from_arrays(columns, schema=DECODE_OUTPUT_SCHEMA)
 
     def _reduce(self) -> None:
         if not self._pending:
@@ -316,6 +325,13 @@ class _Candidates:
         table = pa.concat_tables(parts)
         self._kept = table.take(pa.array(candidate_rows(_pick_columns(table), {})))
         self._pending, self._pending_rows = [], 0
+
+
+def unpack_candidates(packed: Iterable[bytes]) -> pa.Table:
+    """The commit candidates of the :data:`CANDIDATE` rows' ``raw_value`` s, as one table of
+    :data:`_COMMIT_COLUMNS` (decoded plain commits; empty without any)."""
+    parts = [pa.ipc.open_stream(p).read_all() for p in packed]
+    return pa.concat_tables(parts) if parts else _COMMIT_COLUMNS.empty_table()
 
 
 def _pick_columns(decoded: pa.Table) -> pa.Table:
