@@ -571,6 +571,13 @@ class IngestPipeline:
                     "__consumer_offsets twice; its offset_commits rows were appended "
                     "without the uniqueness check"
                 )
+        strays = set(plain.by_kind if plain else {}) - {"offset_commit", dec.ERROR, dec.UNKNOWN}
+        if strays:
+            # Its silver rows would be written from the light part only: lost.
+            raise RuntimeError(
+                f"batch {b.batch_id} ({b.cluster}): plain offset-commit records decoded as "
+                f"{sorted(strays)}"
+            )
         by_kind = dict(share.found.by_kind)
         for kind, n in (plain.by_kind if plain else {}).items():
             by_kind[kind] = by_kind.get(kind, 0) + n
