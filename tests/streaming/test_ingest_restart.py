@@ -35,7 +35,8 @@ from pyspark.sql.types import MapType
 from run_config import segment_run_config
 
 from offsetscope import config
-from offsetscope.pipelines import ingest
+from offsetscope.pipelines import frames, ingest
+from offsetscope.pipelines.batch import RepeatedRecordsError
 from offsetscope.pipelines.writer import BatchWriter, BatchWrites, Timings
 from offsetscope.sim.synthetic import SyntheticLog, Truth, Workload
 from offsetscope.spark import sources
@@ -336,5 +337,44 @@ def test_a_batch_that_followed_a_completed_one_is_not_written_again_on_replay(
         assert _versions(spark, cfg) == before
         assert {n: _table(spark, cfg, n).count() for n in catalogue.CATALOGUE} == counts
         assert counts["raw_records"] == runs.truth.records
+    finally:
+        spark.sql(f"DROP SCHEMA IF EXISTS {cfg.storage.schema} CASCADE")
+
+
+def test_a_record_repeated_in_a_fresh_batch_fails_it_and_a_replay_gates_it(
+    spark: SparkSession, offsetscope_config: config.Config, runs: Runs, tmp_path: Path
+) -> None:
+    """The plain commits' append takes their keys as unique when each partition is one task's
+    (their order is known only once the append has decoded them): a fresh batch whose task
+    repeats a record fails after its append; a possible replay, decoded and counted before its
+    append, gates the repeated key instead, and writes that record's row once at most."""
+    cfg = segment_run_config(offsetscope_config, f"t_repeat_{uuid.uuid4().hex[:8]}", tmp_path)
+    catalogue.ensure_tables(spark, cfg)
+    try:
+        records = sources.read_segments(spark, cfg, str(runs.log_dir))
+        first, rest = records.where(F.col("offset") < 20), records.where(F.col("offset") >= 20)
+        # A plain offset commit of the batch, before its partition's last record.
+        again = rest.where(F.expr(frames.PLAIN_RECORDS)).orderBy("partition", "offset").limit(1)
+        (once,) = again.collect()
+        assert rest.where(
+            (F.col("topic") == once["topic"])
+            & (F.col("partition") == once["partition"])
+            & (F.col("offset") > once["offset"])
+        ).count()
+        # One task: the repeat follows its partition's later records.
+        repeated = rest.unionByName(again).coalesce(1)
+
+        replaying = ingest.IngestPipeline(cfg, query_name="repeat", log_dir=str(runs.log_dir))
+        replaying.process_batch(repeated, 0)  # a new pipeline's batch may be a replay
+        rows = _table(spark, cfg, "offset_commits").where(
+            (F.col("record_partition") == once["partition"])
+            & (F.col("record_offset") == once["offset"])
+        )
+        assert rows.count() <= 1
+
+        pipeline = ingest.IngestPipeline(cfg, query_name="repeat_fresh", log_dir=str(runs.log_dir))
+        pipeline.process_batch(first, 0)
+        with pytest.raises(RepeatedRecordsError, match="twice"):
+            pipeline.process_batch(repeated, 1)
     finally:
         spark.sql(f"DROP SCHEMA IF EXISTS {cfg.storage.schema} CASCADE")
