@@ -48,11 +48,11 @@ Per micro-batch (``foreachBatch``, with ``batch_df.sparkSession``)::
   started in four steps, table by table in parallel, each gold table behind its quality gate.
   The bronze append and the plain commits' append (with their decode) first, once the light
   part is decoded; the silver appends once the plain append reported, running while the
-  driver folds; the gold writes and the lag once the fold is done; the ``groups_current`` and fold-state appends once the states
-  are versioned; the audit row last, once every other write has finished. A batch that failed
-  half-way is replayed from the states as they were before its own fold-state append
-  (:func:`offsetscope.pipelines.state.replay_version`), so it is folded again from the same
-  state and yields the same rows; every write is idempotent.
+  driver folds; the gold writes and the lag once the fold is done; the ``groups_current`` and
+  fold-state appends once the states are versioned; the audit row last, once every other write
+  has finished. A batch that failed half-way is replayed from the states as they were before
+  its own fold-state append (:func:`offsetscope.pipelines.state.replay_version`), so it is
+  folded again from the same state and yields the same rows; every write is idempotent.
 * Infrastructure errors are never caught: they fail the batch and the query.
 """
 
@@ -209,7 +209,7 @@ class _Share:
     rows_in: int
     # The light part's decoded rows, kept for the batch, and their counts.
     light: DataFrame
-    found: frames.DecodedCounts
+    found: dict[str, int]
     # The plain part decoded inside its append (None: the share read no __consumer_offsets).
     plain: frames.PlainPass | None
     # Its counts, when its pass ran apart before the append (a possible replay).
@@ -578,11 +578,11 @@ class IngestPipeline:
                 f"batch {b.batch_id} ({b.cluster}): plain offset-commit records decoded as "
                 f"{sorted(strays)}"
             )
-        by_kind = dict(share.found.by_kind)
+        by_kind = dict(share.found)
         for kind, n in (plain.by_kind if plain else {}).items():
             by_kind[kind] = by_kind.get(kind, 0) + n
         counts = dec.kind_counts(share.rows_in, by_kind)
-        self._silver(share, share.found.by_kind, plain.by_kind if plain else {})
+        self._silver(share, share.found, plain.by_kind if plain else {})
         light = []
         if any(counts[k] for k in frames.LIGHT_KINDS) or (
             self.markers_visible and counts["offset_commit"]

@@ -3,9 +3,12 @@ decoded rows, with only small results reaching the driver.
 
 * :func:`source_stats` -- per source partition: offset range, record count, timestamps, the
   tasks its records are in;
-* :func:`decoded_counts` -- the decoded rows per kind, and whether every task's records
-  ascended; with the stats, :func:`coordinates_unique` says whether the batch's records'
-  coordinates are unique, known without a job over the batch;
+* :func:`split_plain` -- the source rows as the plain offset commits (by key) and the rest;
+  :func:`plain_pass` decodes the plain part inside the append of its ``offset_commits`` rows,
+  observing its counts, order and commit candidates (:class:`PlainPass`);
+* :func:`decoded_counts` -- the rest's decoded rows per kind; with the stats and the plain
+  part's order, :func:`coordinates_unique` says whether the plain commits' coordinates are
+  unique, known without a job over the batch;
 * :func:`bronze_frame` -- source rows as ``raw_records`` rows;
 * :func:`plain_commit_frame` -- the ``offset_commits`` rows of the offset commits outside
   transactions (final as read), appended from the executors;
@@ -82,42 +85,16 @@ def source_stats(raw: DataFrame, *, clustered: bool = False) -> list[Any]:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class DecodedCounts:
-    """What one aggregation over the decoded rows tells the batch."""
-
-    by_kind: dict[str, int]
-    # Offset commits outside transactions.
-    plain: int
-    # No task saw its records' offsets stop ascending (spark.decode: out_of_sequence).
-    ascending: bool
-
-
-def decoded_counts(decoded: DataFrame) -> DecodedCounts:
-    """Decoded rows per kind, how many are offset commits outside transactions, and whether
-    every task's records ascended (one aggregation)."""
-    by_kind: dict[str, int] = {}
-    plain = 0
-    ascending = True
-    rows = (
-        decoded.groupBy("kind", "is_transactional")
-        .agg(F.count(F.lit(1)).alias("count"), F.max("out_of_sequence").alias("broken"))
-        .collect()
-    )
-    for r in rows:
-        if r["kind"] == dec.CANDIDATE:  # copies of decoded rows, not records
-            continue
-        by_kind[r["kind"]] = by_kind.get(r["kind"], 0) + int(r["count"])
-        if r["kind"] == "offset_commit" and not r["is_transactional"]:
-            plain += int(r["count"])
-        ascending = ascending and not r["broken"]
-    return DecodedCounts(by_kind, plain, ascending)
+def decoded_counts(decoded: DataFrame) -> dict[str, int]:
+    """Decoded rows per kind (one aggregation; packed commit candidates are not records)."""
+    rows = decoded.groupBy("kind").agg(F.count(F.lit(1)).alias("count")).collect()
+    return {r["kind"]: int(r["count"]) for r in rows if r["kind"] != dec.CANDIDATE}
 
 
 def coordinates_unique(stats: Iterable[Any], ascending: bool) -> bool:
     """Whether no two of a batch's records share a topic, partition and offset, known from
     what the batch computed anyway: every task's records ascended within each topic partition
-    (:func:`decoded_counts`), and each topic partition's records -- whichever source topic
+    (:attr:`PlainCounts.ascending`), and each topic partition's records -- whichever source topic
     they came from -- are in one task (:func:`source_stats` of the same rows). Then the
     repeats a uniqueness check over the records' coordinates looks for cannot exist; when
     either fails, nothing is known and the check runs as usual. ``stats`` are one cluster's:
