@@ -194,8 +194,8 @@ def test_the_window_runs_only_when_a_key_repeats(spark: SparkSession) -> None:
     checks = suites.checks_for("group_generations", *bounds(QualityConfig(), NOW.now_ms()))
     unique = next(c for c in checks if c.name.startswith("unique:"))
 
-    assert not expressions.repeats(clean, unique)
-    assert expressions.repeats(doubled, unique)
+    assert not expressions.repeats(clean, unique.columns)
+    assert expressions.repeats(doubled, unique.columns)
     # without repeats the check is a constant; with them, the window names both copies
     plan = expressions.annotate(clean, [unique])._jdf.queryExecution().optimizedPlan().toString()
     assert "Window" not in plan
@@ -213,10 +213,10 @@ def test_a_key_its_producer_knows_unique_is_not_searched(
     )
     unique = next(c for c in checks if c.name.startswith("unique:"))
     key = catalogue.spec("group_generations").key
-    searched: list[str] = []
+    searched: list[tuple[str, ...]] = []
     real = expressions.repeats
     monkeypatch.setattr(
-        expressions, "repeats", lambda df, c: searched.append(c.name) or real(df, c)
+        expressions, "repeats", lambda df, cols: searched.append(tuple(cols)) or real(df, cols)
     )
 
     named = expressions.annotate(clean, [unique], unique=key).where(F.size(FAILED) > 0)
@@ -224,4 +224,4 @@ def test_a_key_its_producer_knows_unique_is_not_searched(
     assert searched == []
     # Columns the producer did not vouch for together are searched as usual.
     expressions.annotate(clean, [unique], unique=(*key, "member_count"))
-    assert searched == [unique.name]
+    assert searched == [unique.columns]

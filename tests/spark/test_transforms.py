@@ -480,7 +480,7 @@ def test_commit_candidates_summarize_as_all_the_commits(spark: SparkSession) -> 
     spread.run_apart()
     counted = spread.counts()
     assert counted.by_kind == {"offset_commit": 600}
-    assert counted.plain == 600
+    assert counted.commits == 600
     for deleted in (tombstones, {}):
         picked = frames.commit_candidates(
             counted.candidates, source, read_committed_source=False, tombstones=deleted

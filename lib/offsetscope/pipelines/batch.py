@@ -509,7 +509,7 @@ class IngestPipeline:
             rows = frames.plain_commit_frame(
                 dec.decode(plain_source), read_committed_source=read_committed
             )
-            expected = counted.plain
+            expected = counted.commits
         if expected != 0:
             # Final as read: gated and appended from the executors.
             BatchWriter.append(
@@ -591,7 +591,7 @@ class IngestPipeline:
                 light = frames.light_events(share.light)
         routed = step.route(light)
         picked = None
-        if plain is not None and plain.plain and share.plain is not None:
+        if plain is not None and plain.commits and share.plain is not None:
             with b.timings.timed("commit summary"):
                 picked = frames.commit_candidates(
                     plain.candidates,

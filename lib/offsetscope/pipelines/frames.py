@@ -43,6 +43,7 @@ from offsetscope.history.events import Event, OffsetCommitEvent
 from offsetscope.history.offsets import COMMITTED
 from offsetscope.pipelines.events import event_from_decoded
 from offsetscope.protocol.records import OFFSETS_TOPIC
+from offsetscope.quality import expressions
 from offsetscope.spark import decode as dec
 from offsetscope.spark import tables as catalogue
 
@@ -127,12 +128,15 @@ class PlainCounts:
     # Its decoded rows per kind: offset_commit, and error or unknown for values that did not
     # decode.
     by_kind: dict[str, int]
-    # Offset commits outside transactions.
-    plain: int
     # No task saw its records' offsets stop ascending (spark.decode: out_of_sequence).
     ascending: bool
     # The decode tasks' commit candidates (spark.decode: _COMMIT_COLUMNS, as decoded).
     candidates: pa.Table
+
+    @property
+    def commits(self) -> int:
+        """Its offset commits: all outside transactions, as the plain part holds no others."""
+        return self.by_kind.get("offset_commit", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +166,6 @@ class PlainPass:
         by_kind = {k: int(got[k]) for k in dec.KINDS if got[k]}
         return PlainCounts(
             by_kind,
-            int(got["plain"]),
             not got["broken"],
             dec.unpack_candidates(got["packed"]),
         )
@@ -173,7 +176,6 @@ def plain_pass(source: DataFrame, *, read_committed_source: bool) -> PlainPass:
     observation = Observation()
     metrics: list[Column] = [F.count_if(F.col("kind") == F.lit(k)).alias(k) for k in dec.KINDS]
     metrics += [
-        F.count_if(F.expr("kind = 'offset_commit' AND NOT is_transactional")).alias("plain"),
         F.coalesce(F.max("out_of_sequence"), F.lit(False)).alias("broken"),
         F.collect_list(F.when(F.col("kind") == F.lit(dec.CANDIDATE), F.col("raw_value"))).alias(
             "packed"
@@ -185,14 +187,10 @@ def plain_pass(source: DataFrame, *, read_committed_source: bool) -> PlainPass:
 
 
 def repeated_coordinates(raw: DataFrame) -> bool:
-    """Whether two of ``raw``'s source rows share a topic, partition and offset (one hash
-    aggregation over the three columns)."""
-    return not (
-        raw.where(F.col("offset").isNotNull())
-        .groupBy("topic", "partition", "offset")
-        .count()
-        .where(F.col("count") > 1)
-        .isEmpty()
+    """Whether two of ``raw``'s source rows share a topic, partition and offset (rows without
+    an offset key nothing)."""
+    return expressions.repeats(
+        raw.where(F.col("offset").isNotNull()), ("topic", "partition", "offset")
     )
 
 

@@ -138,14 +138,15 @@ def broken(
     raise UnsupportedCheckError(f"{check.name}: {kind} has no compiled form")
 
 
-def repeats(df: DataFrame, check: suites.Check) -> bool:
-    """Whether some value of a uniqueness check's columns appears more than once in ``df``.
+def repeats(df: DataFrame, columns: Sequence[str]) -> bool:
+    """Whether some value of ``columns`` (a uniqueness check's, or a batch's record
+    coordinates) appears more than once in ``df``.
 
     One hash aggregation (partial counts in each task, no sort), and a Spark job: cheaper
     than the window the check needs to name the rows, which sorts the whole batch and which
     the usual batch -- whose keys are unique by construction -- does not need.
     """
-    cols = [F.col(f"`{c}`") for c in check.columns]
+    cols = [F.col(f"`{c}`") for c in columns]
     return not df.groupBy(*cols).count().where(F.col("count") > 1).isEmpty()
 
 
@@ -189,7 +190,7 @@ def _breaks(df: DataFrame, checks: Sequence[suites.Check], unique: Sequence[str]
             return F.col(f"`{mark_column(c)}`")
         if c.expectation in _UNIQUE and unique and set(unique) <= set(c.columns):
             return broken(c, timestamps, repeats=False)
-        return broken(c, timestamps, repeats=c.expectation not in _UNIQUE or repeats(df, c))
+        return broken(c, timestamps, repeats=c.expectation not in _UNIQUE or repeats(df, c.columns))
 
     return [breaks(c) for c in checks]
 
