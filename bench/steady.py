@@ -14,14 +14,20 @@ topics, each query into a schema and checkpoint of its own, ``trigger = availabl
 1. the floor;
 2. the ingest query (``offsetscope.pipelines.ingest.run``: every table, quality gates, lag
    against the broker's end offsets, fold state, audit);
-3. the ingest query over the log directory (``[sources] kind = "segments"``, the same
+3. the floor again;
+4. the ingest query over the log directory (``[sources] kind = "segments"``, the same
    ``max_records_per_trigger``; lag against the data topics' segments in the same directory);
-4. the floor with the pipeline's outputs: the floor's batch, and beside it the appends of
+5. the floor with the pipeline's outputs: the floor's batch, and beside it the appends of
    what one steady batch of run 2 wrote to every other table (partition_lag, groups_current,
    fold_state, end_offsets, the quality results, the audit row), taken from run 2's tables and
    cached before the query starts, in ``[pipeline] write_threads`` threads as the pipeline
    writes;
-5. the floor again (its two runs bracket the others, so drift of the machine shows).
+6. the floor again.
+
+A floor run stands on each side of every other measured run, and each run's ratio is taken
+against those two (:func:`beside_floors`): this machine's speed moves by a third or more within
+a benchmark's quarter of an hour, and a floor measured minutes away from a run says little of
+the machine that run had.
 
 The floor is the same source -- Spark's Kafka source, a JVM source, so the floor is the stack's
 and not the source's -- and the same micro-batches with only the raw and decoded offset-commit
@@ -45,17 +51,18 @@ than 90% of ``max_offsets_per_trigger`` records (the input's tail) is not a stea
 other batch is. Each batch also records how many generated-code compilations it caused
 (:func:`compilations`) and the CPU seconds each part of the process tree spent in it
 (:class:`BatchMarks`: the Python driver, the Spark JVM's JIT compiler, garbage collector and
-other threads, the Python workers, the broker), and after the six runs the driver JVM's
+other threads, the Python workers, the broker), and after the seven runs the driver JVM's
 memory pools are read (:func:`jvm_memory_mib`). Every figure's notes carry the medians of its
 steady batches' CPU split and how many cores they kept busy (:func:`with_cpu`), so that a run
 says where its time went. Figures:
 
 * ``pipeline_steady_records_per_s``: median over the pipeline's steady batches of records /
   wall time, with each batch's per-phase times (``BatchReport.phases``) for the profile;
-* ``floor_steady_records_per_s``: the same over both floor runs' steady batches;
-* ``pipeline_vs_floor_ratio``: the first divided by the second;
+* ``floor_steady_records_per_s``: the same over every floor run's steady batches;
+* ``pipeline_vs_floor_ratio``: the pipeline run's median records/s over the mean of the
+  medians of the floor runs just before and after it (:func:`beside_floors`);
 * ``pipeline_steady_logdir_records_per_s`` and ``pipeline_logdir_vs_floor_ratio``: the same for
-  the log-directory run, against the same floor. The segment source is a Python data source,
+  the log-directory run, against the floor runs beside it. The segment source is a Python data source,
   so this ratio holds the source's cost too, which is why the floor stays the JVM source's;
 * ``outputs_floor_steady_records_per_s`` and ``outputs_floor_vs_floor_ratio``: the same for run
   4: what writing every table the pipeline writes costs with nothing computed (no fold, commit
@@ -87,7 +94,7 @@ from bench.pipeline_broker import broker_config, mirror_scale
 DURATION_S = 90
 # A batch below this share of max_offsets_per_trigger is the input's tail, not a steady batch.
 FULL_BATCH = 0.9
-RUNS = ("warm_up", "floor", "pipeline", "pipeline_logdir", "outputs_floor", "floor")
+RUNS = ("warm_up", "floor", "pipeline", "floor", "pipeline_logdir", "outputs_floor", "floor")
 # The floor's own tables; the outputs floor adds the pipeline's other tables beside them.
 FLOOR_TABLES = frozenset({"raw_records", "offset_commits"})
 
@@ -452,8 +459,29 @@ def rates(batches: list[dict[str, Any]]) -> list[float]:
     return [b["rows_in"] / b["wall_s"] for b in batches]
 
 
+def beside_floors(runs: list[dict[str, Any]], kind: str, per_trigger: int) -> list[float]:
+    """Each ``kind`` run's median records/s over its steady batches, divided by the mean of
+    the same median of the floor runs nearest before and after it (one of them at either end
+    of the worker's runs)."""
+    medians = [
+        statistics.median(rates(s)) if (s := steady(r["batches"], per_trigger)) else None
+        for r in runs
+    ]
+    floors = [i for i, r in enumerate(runs) if r["kind"] == "floor" and medians[i]]
+    ratios = []
+    for i, r in enumerate(runs):
+        own = medians[i]
+        if r["kind"] != kind or own is None:
+            continue
+        near = [j for j in floors if j < i][-1:] + [j for j in floors if j > i][:1]
+        if not near:
+            raise RuntimeError(f"no floor run beside the {kind} run {i}")
+        ratios.append(own / statistics.fmean(medians[j] or 0.0 for j in near))
+    return ratios
+
+
 def run(runs: int = 1, scale: float = 1.0) -> list[Metric]:
-    del runs  # one process measures the pipeline once, bracketed by two floors
+    del runs  # one process measures each pipeline run once, between two floor runs
     groups = max(10, int(GROUPS * scale))
     per_trigger = int(os.environ.get("BENCH_PIPELINE_PER_TRIGGER", "1000000"))
     if scale != 1.0:
@@ -499,8 +527,8 @@ def steady_metrics(res: dict[str, Any], groups: int, per_trigger: int) -> list[M
             rates(by_kind["floor"]),
             described(PIPELINES["pipeline"].stored),
             "the same source and micro-batches with only the raw_records append and the decoded "
-            "offset_commits append, two runs bracketing the pipeline's; one sample per steady "
-            "batch",
+            "offset_commits append, a run on each side of every other run; one sample per "
+            "steady batch",
         ),
         by_kind["floor"],
     )
@@ -514,16 +542,18 @@ def steady_metrics(res: dict[str, Any], groups: int, per_trigger: int) -> list[M
             by_kind[kind],
         )
         run.extra.update(extra or {})
-        return [
-            run,
-            Metric(
-                ratio,
-                "x",
-                [run.median / floor.median],
-                described(stored),
-                f"{figure} / floor_steady_records_per_s, measured in one process",
-            ),
-        ]
+        against = Metric(
+            ratio,
+            "x",
+            beside_floors(res["runs"], kind, per_trigger),
+            described(stored),
+            f"{figure} over the floor runs just before and after it (the mean of their "
+            "medians), one sample per run, measured in one process",
+        )
+        # The ratio to every floor batch pooled, as it was taken before the floor ran between
+        # the pipeline runs: it leans on whichever end of the run the machine was faster at.
+        against.extra["pooled"] = round(run.median / floor.median, 3)
+        return [run, against]
 
     out: list[Metric] = []
     for kind, run in PIPELINES.items():

@@ -446,7 +446,9 @@ def test_steady_figures_leave_out_the_first_batch_and_the_tail_of_every_run() ->
     by_name = {m.name: m for m in steady_metrics(res, 10_000, 1_000_000)}
     assert by_name["pipeline_steady_records_per_s"].samples == [40_000.0, 50_000.0]
     assert by_name["floor_steady_records_per_s"].samples == [100_000.0, 125_000.0, 100_000.0]
-    assert by_name["pipeline_vs_floor_ratio"].median == 0.45
+    # Over the mean of the floor runs beside it: 112,500 and 100,000 records/s.
+    assert by_name["pipeline_vs_floor_ratio"].samples == [pytest.approx(45_000 / 106_250)]
+    assert by_name["pipeline_vs_floor_ratio"].extra["pooled"] == 0.45
     assert (
         "3,120,000 records, micro-batches of 1,000,000"
         in by_name["floor_steady_records_per_s"].input
@@ -504,8 +506,9 @@ def test_the_outputs_floor_is_a_figure_and_a_ratio_against_the_same_floor() -> N
     # Its batches are neither the floor's nor the pipeline's.
     assert by_name["floor_steady_records_per_s"].samples == [100_000.0] * 2 + [125_000.0, 80_000.0]
     assert by_name["outputs_floor_steady_records_per_s"].samples == [80_000.0, 80_000.0]
-    assert by_name["outputs_floor_vs_floor_ratio"].median == 0.8
-    assert by_name["pipeline_vs_floor_ratio"].median == 0.45
+    # The floor runs beside both: 100,000 and 102,500 records/s.
+    assert by_name["outputs_floor_vs_floor_ratio"].median == pytest.approx(80_000 / 101_250)
+    assert by_name["pipeline_vs_floor_ratio"].median == pytest.approx(45_000 / 101_250)
     # Without the run there is no such figure.
     del res["runs"][2]
     assert "outputs_floor_vs_floor_ratio" not in {m.name for m in steady_metrics(res, 1, 1)}
@@ -636,3 +639,31 @@ def test_a_floor_query_counts_each_batch_from_its_progress() -> None:
         {"batchId": 2, "numInputRows": 0},  # nothing after it
     ]
     assert rows_read(SimpleNamespace(recentProgress=progress)) == {0: 250_000, 1: 20_000, 2: 0}
+
+
+def test_each_run_is_measured_against_the_floor_runs_beside_it() -> None:
+    from bench.steady import RUNS, beside_floors, steady_metrics
+
+    # Every measured run but the floor has a floor run on each side (not always next to it).
+    for i, kind in enumerate(RUNS):
+        if kind not in ("warm_up", "floor"):
+            assert "floor" in RUNS[:i]
+            assert "floor" in RUNS[i + 1 :]
+    # A machine that doubles its speed between the first two floor runs: the pipeline run
+    # goes as fast as the first floor (1.0), the log-directory run half as fast as the floors
+    # beside it (0.5). The pooled floor (median 200,000) would put both at 0.5.
+    res = _result(
+        _run("floor", 30.0, 10.0, 10.0),
+        _run("pipeline", 60.0, 10.0, 10.0),
+        _run("floor", 30.0, 5.0, 5.0),
+        _run("pipeline_logdir", 60.0, 10.0, 10.0),
+        _run("floor", 30.0, 5.0, 5.0),
+    )
+    by_name = {m.name: m for m in steady_metrics(res, 10_000, 1_000_000)}
+    assert by_name["pipeline_vs_floor_ratio"].samples == [pytest.approx(100_000 / 150_000)]
+    assert by_name["pipeline_logdir_vs_floor_ratio"].samples == [0.5]
+    assert by_name["pipeline_vs_floor_ratio"].extra["pooled"] == 0.5
+    # At an end of the runs, the one floor run beside it; with none, no ratio to take.
+    assert beside_floors(res["runs"][:2], "pipeline", 1_000_000) == [1.0]
+    with pytest.raises(RuntimeError, match="no floor run beside the pipeline run 0"):
+        beside_floors(res["runs"][1:2], "pipeline", 1_000_000)
