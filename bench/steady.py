@@ -24,6 +24,10 @@ topics, each query into a schema and checkpoint of its own, ``trigger = availabl
    writes;
 6. the floor again.
 
+``make bench`` runs this worker ``--runs`` times, one process after the other
+(:func:`combined`): every figure pools their steady batches, and each ratio has one sample per
+process.
+
 A floor run stands on each side of every other measured run, and each run's ratio is taken
 against those two (:func:`beside_floors`): this machine's speed moves by a third or more within
 a benchmark's quarter of an hour, and a floor measured minutes away from a run says little of
@@ -480,8 +484,29 @@ def beside_floors(runs: list[dict[str, Any]], kind: str, per_trigger: int) -> li
     return ratios
 
 
+def combined(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several :func:`worker` results (with ``peak_rss_mib``) as one: their runs in order --
+    each worker's runs open with its own warm-up and floor, so every run keeps the floor runs
+    of its own process beside it -- the highest peak RSS of each role, the last JVM pools."""
+    if not results or len({r["records"] for r in results}) != 1:
+        raise ValueError(
+            f"worker results of different inputs: {[r.get('records') for r in results]}"
+        )
+    peaks: dict[str, float] = {}
+    for r in results:
+        for role, mib in r["peak_rss_mib"].items():
+            peaks[role] = max(peaks.get(role, 0.0), mib)
+    return {
+        "records": results[0]["records"],
+        "runs": [run for r in results for run in r["runs"]],
+        "peak_rss_mib": peaks,
+        "jvm_memory_mib": results[-1].get("jvm_memory_mib", {}),
+    }
+
+
 def run(runs: int = 1, scale: float = 1.0) -> list[Metric]:
-    del runs  # one process measures each pipeline run once, between two floor runs
+    """``runs`` worker processes one after the other, each measuring every run kind once
+    between floor runs; the ratios have a sample per worker."""
     groups = max(10, int(GROUPS * scale))
     per_trigger = int(os.environ.get("BENCH_PIPELINE_PER_TRIGGER", "1000000"))
     if scale != 1.0:
@@ -495,7 +520,9 @@ def run(runs: int = 1, scale: float = 1.0) -> list[Metric]:
         "log_dir": str(source.log_dir),
         "log_dir_records": manifest["records"],
     }
-    res = run_worker("--worker", spec, "steady", module="bench.steady")
+    res = combined(
+        [run_worker("--worker", spec, f"steady-{i}", module="bench.steady") for i in range(runs)]
+    )
     for r in res["runs"]:
         print(
             f"  {r['kind']}: "

@@ -667,3 +667,31 @@ def test_each_run_is_measured_against_the_floor_runs_beside_it() -> None:
     assert beside_floors(res["runs"][:2], "pipeline", 1_000_000) == [1.0]
     with pytest.raises(RuntimeError, match="no floor run beside the pipeline run 0"):
         beside_floors(res["runs"][1:2], "pipeline", 1_000_000)
+
+
+def test_several_workers_pool_their_batches_and_give_a_ratio_each() -> None:
+    from bench.steady import combined, steady_metrics
+
+    first = _result(
+        _run("warm_up", 90.0, 30.0),
+        _run("floor", 30.0, 10.0),
+        _run("pipeline", 60.0, 20.0),
+        _run("floor", 30.0, 10.0),
+    )
+    second = _result(
+        _run("warm_up", 90.0, 30.0),
+        _run("floor", 30.0, 5.0),
+        _run("pipeline", 60.0, 8.0),
+        _run("floor", 30.0, 5.0),
+    )
+    first["peak_rss_mib"] = {"driver_jvm": 3000.0, "python_driver": 900.0}
+    second["peak_rss_mib"] = {"driver_jvm": 3500.0, "python_driver": 800.0}
+    both = combined([first, second])
+    assert both["peak_rss_mib"] == {"driver_jvm": 3500.0, "python_driver": 900.0}
+    by_name = {m.name: m for m in steady_metrics(both, 10_000, 1_000_000)}
+    # Each pipeline run against its own process's floors, never the other's.
+    assert by_name["pipeline_vs_floor_ratio"].samples == [0.5, 0.625]
+    assert by_name["pipeline_steady_records_per_s"].samples == [50_000.0, 125_000.0]
+    assert len(by_name["floor_steady_records_per_s"].samples) == 4
+    with pytest.raises(ValueError, match="different inputs"):
+        combined([first, {**second, "records": 1}])
