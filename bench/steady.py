@@ -574,8 +574,8 @@ def steady_metrics(res: dict[str, Any], groups: int, per_trigger: int) -> list[M
             "x",
             beside_floors(res["runs"], kind, per_trigger),
             described(stored),
-            f"{figure} over the floor runs just before and after it (the mean of their "
-            "medians), one sample per run, measured in one process",
+            f"{figure} over the floor runs just before and after it in the same process (the "
+            "mean of their medians), one sample per worker process",
         )
         # The ratio to every floor batch pooled, as it was taken before the floor ran between
         # the pipeline runs: it leans on whichever end of the run the machine was faster at.
