@@ -66,10 +66,11 @@ says where its time went. Figures:
 * ``pipeline_vs_floor_ratio``: the pipeline run's median records/s over the mean of the
   medians of the floor runs just before and after it (:func:`beside_floors`);
 * ``pipeline_steady_logdir_records_per_s`` and ``pipeline_logdir_vs_floor_ratio``: the same for
-  the log-directory run, against the floor runs beside it. The segment source is a Python data source,
-  so this ratio holds the source's cost too, which is why the floor stays the JVM source's;
+  the log-directory run, against the floor runs beside it. The segment source is a Python data
+  source, so this ratio holds the source's cost too, which is why the floor stays the JVM
+  source's;
 * ``outputs_floor_steady_records_per_s`` and ``outputs_floor_vs_floor_ratio``: the same for run
-  4: what writing every table the pipeline writes costs with nothing computed (no fold, commit
+  5: what writing every table the pipeline writes costs with nothing computed (no fold, commit
   summary, lag rows or gate, and the quality results and audit beside the other appends rather
   than after them), so the ratio is a ceiling of ``pipeline_vs_floor_ratio`` on the machine.
 """
@@ -471,16 +472,19 @@ def beside_floors(runs: list[dict[str, Any]], kind: str, per_trigger: int) -> li
         statistics.median(rates(s)) if (s := steady(r["batches"], per_trigger)) else None
         for r in runs
     ]
-    floors = [i for i, r in enumerate(runs) if r["kind"] == "floor" and medians[i]]
+    floors = {
+        i: m
+        for i, (r, m) in enumerate(zip(runs, medians, strict=True))
+        if r["kind"] == "floor" and m
+    }
     ratios = []
-    for i, r in enumerate(runs):
-        own = medians[i]
+    for i, (r, own) in enumerate(zip(runs, medians, strict=True)):
         if r["kind"] != kind or own is None:
             continue
         near = [j for j in floors if j < i][-1:] + [j for j in floors if j > i][:1]
         if not near:
             raise RuntimeError(f"no floor run beside the {kind} run {i}")
-        ratios.append(own / statistics.fmean(medians[j] or 0.0 for j in near))
+        ratios.append(own / statistics.fmean(floors[j] for j in near))
     return ratios
 
 
