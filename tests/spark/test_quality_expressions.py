@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 from quality_rows import CLEAN, DUPLICATES, NOW, PLANTED
 
+from offsetscope.clock import VirtualClock
 from offsetscope.config import QualityConfig
 from offsetscope.history.rows import EndOffsetSample, OffsetCommitRow
 from offsetscope.quality import expressions, suites
@@ -225,3 +226,38 @@ def test_a_key_its_producer_knows_unique_is_not_searched(
     # Columns the producer did not vouch for together are searched as usual.
     expressions.annotate(clean, [unique], unique=(*key, "member_count"))
     assert searched == [unique.columns]
+
+
+def test_a_timestamp_bound_is_exact_to_the_microsecond(spark: SparkSession) -> None:
+    bound = 1_796_729_522_457_123  # epoch microseconds
+    check = suites.Check(
+        "plausible_time:t",
+        "ExpectColumnValuesToBeBetween",
+        (("column", "t"), ("min_value", 0), ("max_value", bound)),
+        ("t",),
+    )
+    values = [bound - 1, bound, bound + 1, None, -62_135_596_800_000_000, 253_402_300_799_999_999]
+    df = spark.createDataFrame([(i, v) for i, v in enumerate(values)], "i int, us bigint")
+    df = df.select("i", F.timestamp_micros("us").alias("t"))
+    got = df.select("i", expressions.broken(check, frozenset({"t"})).alias("b")).collect()
+    # year 1 is below the lower bound, year 9999 above the upper one
+    assert [r["b"] for r in sorted(got)] == [False, False, True, False, True, True]
+
+
+def test_a_new_validation_time_compiles_no_new_code(spark: SparkSession) -> None:
+    """Each batch's gate bounds timestamps by its own validation time: the stage that reads
+    the batch must not be new generated code because of it."""
+    metrics = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics  # type: ignore[union-attr]
+    rng = random.Random(7)
+    rows = [_commit(rng, i) for i in range(20)]
+    df = writes.rows_frame(spark, "offset_commits", rows, cluster="default")
+    compiled = []
+    for second in range(3):
+        clock = VirtualClock(NOW.now_ms() + 1_000 * second)
+        observed = expressions.observe_frame(df, "offset_commits", second, clock=clock)
+        before = metrics.METRIC_COMPILATION_TIME().getCount()
+        observed.good.write.format("noop").mode("overwrite").save()
+        compiled.append(metrics.METRIC_COMPILATION_TIME().getCount() - before)
+        assert observed.result().evaluated_rows == len(rows)
+    assert compiled[0] > 0  # the first gate's code is new
+    assert compiled[1:] == [0, 0]

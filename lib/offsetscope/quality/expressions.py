@@ -52,10 +52,12 @@ import operator
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Observation, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import DecimalType
 
 from offsetscope.clock import Clock
 from offsetscope.config import QualityConfig
@@ -127,7 +129,10 @@ def broken(
         if kw.get("min_value") is not None:
             outside = outside | (c < F.lit(kw["min_value"]))
         if kw.get("max_value") is not None:
-            outside = outside | (c > F.lit(kw["max_value"]))
+            if kw["column"] in timestamps:
+                outside = outside | _after(c, kw["max_value"])
+            else:
+                outside = outside | (c > F.lit(kw["max_value"]))
         return F.coalesce(c.isNotNull() & outside, F.lit(False))
     if kind == "ExpectColumnPairValuesAToBeGreaterThanB":
         if kw.get("ignore_row_if") != "either_value_is_missing":
@@ -136,6 +141,32 @@ def broken(
         ordered = a >= b if kw.get("or_equal") else a > b
         return F.coalesce(a.isNotNull() & b.isNotNull() & ~ordered, F.lit(False))
     raise UnsupportedCheckError(f"{check.name}: {kind} has no compiled form")
+
+
+# The epoch microseconds of every Spark timestamp (years 1 to 9999) have at most 18 digits.
+_MICROS = DecimalType(18, 0)
+_MAX_MICROS = 10**18 - 1
+
+
+def _after(micros: Column, bound: int) -> Column:
+    """True where ``micros`` (epoch microseconds, non-null) is above ``bound``: a timestamp's
+    upper bound, the validation time plus ``[quality] future_tolerance``, new in every batch.
+
+    Spark writes a ``bigint`` literal into the generated code itself, so each batch's bound
+    would be new code for the stage that reads the batch -- the plain commits' decode and
+    append, the lag rows' write: compiled again, and then compiled again by the JVM's JIT,
+    every batch. A ``decimal`` literal reaches the generated code as a reference, so the code
+    stays the same from batch to batch; the comparison is still exact. ``decimal(18,0)``
+    holds every timestamp's microseconds, and it is narrower than a ``bigint``, so Spark does
+    not unwrap the cast back into a ``bigint`` comparison (``UnwrapCastInBinaryComparison``
+    only unwraps casts that cannot lose a value).
+    """
+    # Bounds beyond every timestamp Spark holds, either way: no decimal(18,0) literal.
+    if bound >= _MAX_MICROS:
+        return F.lit(False)
+    if bound <= -_MAX_MICROS:
+        return F.lit(True)
+    return micros.cast(_MICROS) > F.lit(Decimal(bound)).cast(_MICROS)
 
 
 def repeats(df: DataFrame, columns: Sequence[str]) -> bool:
