@@ -12,10 +12,13 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
 from offsetscope import config
+from offsetscope.clock import VirtualClock
 from offsetscope.history.rows import EndOffsetSample, GroupCurrentRow, TxnStatusRow
 from offsetscope.history.tables import TABLES as HISTORY_TABLES
 from offsetscope.history.tables import as_record
 from offsetscope.pipelines import state as st
+from offsetscope.pipelines.writer import BatchWriter, Timings, Write
+from offsetscope.quality import tables as qtables
 from offsetscope.spark import tables as catalogue
 from offsetscope.spark import writes
 
@@ -467,3 +470,36 @@ def test_a_table_from_before_clusters_gains_the_column_filled_with_the_default_c
         "prod-eu",
         "prod-us",
     ]
+
+
+def test_a_frame_append_is_gated_and_counted_fresh_or_replayed(
+    spark: SparkSession, cfg: config.Config
+) -> None:
+    """A batch that cannot be a replay gates and counts a frame in the pass that writes it (its
+    gate compiled before the write's thread runs); a possible replay gates and counts it with
+    jobs first. Both write the good rows, quarantine the bad one and record the result."""
+    good = [EndOffsetSample("gated", p, 0, 10 + p, 10 + p, T0) for p in range(3)]
+    bad = EndOffsetSample("gated", 9, 50, 40, -1, T0)  # high watermark below the log start
+    df = writes.rows_frame(spark, "end_offsets", [*good, bad], cluster="default")
+    writer = BatchWriter(cfg, "q_gated", VirtualClock(T0))
+    for batch_id, fresh in ((0, True), (1, False)):
+        timings = Timings()
+        with writer.open(spark, batch_id, timings, fresh=fresh) as batch:
+            batch.start([Write("end_offsets", False, df, None)])
+            assert batch.finish() == {"end_offsets": len(good)}
+        assert "quality end_offsets" in timings.seconds
+    name = catalogue.table_name(cfg, "end_offsets")
+    assert spark.table(name).where("topic = 'gated'").count() == 2 * len(good)
+    results = spark.table(qtables.qualified_name(cfg, qtables.QUALITY_RESULTS)).where(
+        "table_name = 'end_offsets'"
+    )
+    assert sorted(
+        (r["batch_id"], r["evaluated_rows"], r["failed_rows"]) for r in results.collect()
+    ) == [
+        (0, 4, 1),
+        (1, 4, 1),
+    ]
+    quarantined = spark.table(qtables.qualified_name(cfg, qtables.QUALITY_QUARANTINE)).where(
+        "table_name = 'end_offsets'"
+    )
+    assert sorted(r["batch_id"] for r in quarantined.collect()) == [0, 1]
