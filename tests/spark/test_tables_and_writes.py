@@ -475,9 +475,9 @@ def test_a_table_from_before_clusters_gains_the_column_filled_with_the_default_c
 def test_a_frame_append_is_gated_and_counted_fresh_or_replayed(
     spark: SparkSession, cfg: config.Config
 ) -> None:
-    """A batch that cannot be a replay gates and counts a frame in the pass that writes it (its
-    gate compiled before the write's thread runs); a possible replay gates and counts it with
-    jobs first. Both write the good rows, quarantine the bad one and record the result."""
+    """A batch that cannot be a replay gates and counts a frame in the pass that writes it; a
+    possible replay gates and counts it with jobs first. Both write the good rows, quarantine
+    the bad one and record the result."""
     good = [EndOffsetSample("gated", p, 0, 10 + p, 10 + p, T0) for p in range(3)]
     bad = EndOffsetSample("gated", 9, 50, 40, -1, T0)  # high watermark below the log start
     df = writes.rows_frame(spark, "end_offsets", [*good, bad], cluster="default")

@@ -45,7 +45,6 @@ class Recording(BatchWriter):
         spark: Any,
         batch_id: int,
         tasks: list[Write],
-        prepared: list[Any],
         results: list[Any],
         timings: Timings,
         gate_passed: Callable[[], None],

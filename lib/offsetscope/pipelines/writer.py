@@ -20,11 +20,9 @@ counted by the append itself (:func:`offsetscope.quality.expressions.observe_fra
 over the rows, failing rows quarantined once it has run), any other batch before it
 (:func:`offsetscope.quality.expressions.validate_frame`). Either way the results row is kept,
 failing rows go to ``quality_quarantine`` (``[quality] quarantine_failed_rows``) and the rest
-is what gets written. A gate compiled into its write is built on the thread that starts the
-step (:meth:`BatchWrites.start`); a gate that runs a job runs in its table's thread, so gates
-of different tables run at once. The results of all the batch's gates are recorded in one
-append as soon as the last gate of its last step has passed, while the slower writes finish,
-and before :meth:`BatchWrites.finish` returns.
+is what gets written. Gates of different tables run in their tables' threads. The results of
+all the batch's gates are recorded in one append as soon as the last gate of its last step has
+passed, while the slower writes finish, and before :meth:`BatchWrites.finish` returns.
 
 **Exactly once.** Every write is marked with its app id and batch id and, unless the batch is
 known not to be a replay (``fresh``), checked against the marks already in its table
@@ -87,16 +85,6 @@ class Write:
     rows: int | None
     prune: tuple[str, ...] = ()
     unique_key: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    """A DataFrame write's frame with its gate and row count compiled into the pass that
-    writes it (:meth:`BatchWriter._prepare`)."""
-
-    frame: DataFrame
-    observed: expressions.Observed | None
-    counted: Observation | None
 
 
 @dataclass(slots=True)
@@ -271,69 +259,38 @@ class BatchWriter:
                 self._sessions[logical] = session
             return session
 
-    def _prepare(
-        self, task: Write, batch_id: int, timings: Timings, fresh: bool
-    ) -> _Prepared | None:
-        """``task``'s frame with its gate and row count compiled into the pass that writes it,
-        when they need no job of their own: a DataFrame's append in a batch that cannot be a
-        replay, or a DataFrame written without a gate (None otherwise: :meth:`_write_table`
-        gates and counts it, running its jobs)."""
-        if not isinstance(task.source, DataFrame):
-            return None
-        gated = self._validates(task.logical)
-        counted_apart = task.rows is None and not task.merge and not fresh
-        if (gated and (task.merge or not fresh)) or counted_apart:
-            return None
-        frame = task.source
-        observed: expressions.Observed | None = None
-        if gated:
-            # Counted by the append, which runs: a fresh batch is no replay.
-            with timings.timed(f"quality {task.logical}"):
-                observed = expressions.observe_frame(
-                    frame,
-                    task.logical,
-                    batch_id,
-                    settings=self.cfg.quality,
-                    clock=self.clock,
-                    unique=self._known_unique(task),
-                )
-            frame = observed.good
-        else:
-            frame = expressions.drop_marks(frame)
-        counted: Observation | None = None
-        if task.rows is None and not task.merge:  # a MERGE reports its own count
-            # Counted by the append, which runs: an observation costs no job.
-            counted = Observation(f"{task.logical}_rows_written")
-            frame = frame.observe(counted, F.count(F.lit(1)).alias("rows"))
-        return _Prepared(frame, observed, counted)
-
     def _write_table(
         self,
         spark: SparkSession,
         batch_id: int,
-        tasks: Sequence[Write],
-        prepared: Sequence[_Prepared | None],
+        tasks: list[Write],
         results: list[QualityResultRow],
         timings: Timings,
         gate_passed: Callable[[], None],
         fresh: bool,
     ) -> tuple[str, int]:
-        """One table's writes of the batch, in order, each behind its quality gate
-        (``prepared``: each write's frame as :meth:`_prepare` made it, or None)."""
+        """One table's writes of the batch, in order, each behind its quality gate."""
         written = 0
-        for task, ready in zip(tasks, prepared, strict=True):
+        for task in tasks:
             session = self._session_for(spark, task.logical) if task.merge else spark
             gated = self._validates(task.logical)
             checked: expressions.Gated | None = None
             observed: expressions.Observed | None = None
-            counted: Observation | None = None
-            uncounted = 0
-            if ready is not None:
-                frame, observed, counted = ready.frame, ready.observed, ready.counted
-            elif isinstance(task.source, DataFrame):
-                # A possible replay, or a MERGE: its gate is a job before the write.
+            if isinstance(task.source, DataFrame):
                 frame = task.source
-                if gated:
+                if gated and fresh and not task.merge:
+                    # Counted by the append, which runs: a fresh batch is no replay.
+                    with timings.timed(f"quality {task.logical}"):
+                        observed = expressions.observe_frame(
+                            frame,
+                            task.logical,
+                            batch_id,
+                            settings=self.cfg.quality,
+                            clock=self.clock,
+                            unique=self._known_unique(task),
+                        )
+                    frame = observed.good
+                elif gated:
                     checked = self._gate_frame(
                         spark, batch_id, frame, task.logical, timings, self._known_unique(task)
                     )
@@ -342,16 +299,23 @@ class BatchWriter:
                     frame = checked.good
                 else:
                     frame = expressions.drop_marks(frame)
-                if task.rows is None and not task.merge:
-                    # A possible replay may be skipped by Delta's own marker, and then would
-                    # never fill an observation: counted apart (a restart's first batch).
-                    uncounted = frame.count()
             else:
                 rows = task.source()
                 if gated:
                     rows = self._gate(spark, batch_id, rows, task.logical, results, timings)
                     gate_passed()
                 frame = writes.table_frame(session, task.logical, rows)
+            counted: Observation | None = None
+            uncounted = 0
+            if task.rows is None and not task.merge:  # a MERGE reports its own count
+                if fresh:
+                    # Counted by the append, which runs: an observation costs no job.
+                    counted = Observation(f"{task.logical}_rows_written")
+                    frame = frame.observe(counted, F.count(F.lit(1)).alias("rows"))
+                else:
+                    # A possible replay may be skipped by Delta's own marker, and then would
+                    # never fill an observation: counted apart (a restart's first batch).
+                    uncounted = frame.count()
             try:
                 with timings.timed(f"{'merge' if task.merge else 'write'} {task.logical}"):
                     if task.merge:
@@ -551,15 +515,8 @@ class BatchWrites:
         )
         for ts in sorted(by_table.values(), key=lambda ts: not any(t.merge for t in ts)):
             logical = ts[0].logical
-            # A frame's gate is compiled here, on the thread that starts the step, not in the
-            # table's: it is plan building in the driver's Python, the write cannot begin
-            # before it, and in the table's thread it ran beside the other tables' conversions
-            # of their rows, which hold the interpreter most of the time.
-            prepared = [
-                self._writer._prepare(t, self._batch_id, self._timings, self._fresh) for t in ts
-            ]
             # Submitted after it to the same queue, this runs once the earlier write has begun.
-            future = self._pool.submit(self._one_table, ts, prepared, self._last.get(logical))
+            future = self._pool.submit(self._one_table, ts, self._last.get(logical))
             self._last[logical] = future
             self._futures.append(future)
 
@@ -617,10 +574,7 @@ class BatchWrites:
                 log.error("batch %d: a write failed too", self._batch_id, exc_info=error)
 
     def _one_table(
-        self,
-        tasks: list[Write],
-        prepared: list[_Prepared | None],
-        before: Future[tuple[str, int]] | None,
+        self, tasks: list[Write], before: Future[tuple[str, int]] | None
     ) -> tuple[str, int]:
         if before is not None:
             before.result()  # this table's earlier write of the batch (its error is raised)
@@ -628,7 +582,6 @@ class BatchWrites:
             self._spark,
             self._batch_id,
             tasks,
-            prepared,
             self._results,
             self._timings,
             self._gate_passed,
