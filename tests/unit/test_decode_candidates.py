@@ -106,7 +106,7 @@ def test_a_task_keeps_the_picks_over_all_its_plain_commits(
     for row in got.to_pylist():
         whole = by_record[(row["partition"], row["offset"])]
         assert row == {k: whole[k] for k in row}
-    assert got.column_names == dec._COMMIT_COLUMNS.names
+    assert got.schema == dec._COMMIT_COLUMNS
     assert 0 < got.num_rows < commits.num_rows / 3
     assert any(r["is_tombstone"] for r in got.to_pylist())
 
@@ -116,3 +116,27 @@ def test_a_task_without_plain_commits_adds_no_rows(source: pa.Table) -> None:
     out = _run(txn_only, 64)
     assert out.num_rows == txn_only.num_rows
     assert dec.CANDIDATE not in out.column("kind").to_pylist()
+
+
+def _texts(t: pa.DataType) -> list[pa.DataType]:
+    """The types of the text values of ``t``, nested in structs too."""
+    if pa.types.is_struct(t):
+        return [x for i in range(t.num_fields) for x in _texts(t.field(i).type)]
+    return [t] if pa.types.is_string(t) or pa.types.is_dictionary(t) else []
+
+
+def test_the_packed_candidates_carry_their_texts_as_dictionaries(source: pa.Table) -> None:
+    # They reach the driver through py4j, byte by byte: each text column's offsets would be
+    # most of the packed bytes, its values repeating a few names.
+    out = _run(source, 500)
+    packed = pa.ipc.open_stream(out.column("raw_value").to_pylist()[-1]).read_all()
+    texts = [t for f in packed.schema for t in _texts(f.type)]
+    assert len(texts) == len([t for f in dec._COMMIT_COLUMNS for t in _texts(f.type)]) > 0
+    assert all(pa.types.is_dictionary(t) for t in texts)
+    got = dec.unpack_candidates([out.column("raw_value").to_pylist()[-1]])
+    assert got.to_pylist() == packed.to_pylist()
+    assert got.schema == dec._COMMIT_COLUMNS
+    # Parts of several tasks, each with its own dictionaries, make one table.
+    both = dec.unpack_candidates([out.column("raw_value").to_pylist()[-1]] * 2)
+    assert both.num_rows == 2 * got.num_rows
+    assert both.schema == dec._COMMIT_COLUMNS

@@ -22,7 +22,8 @@ its plain offset commits): after a task's last decoded row comes one more row, o
 :data:`CANDIDATE`, whose ``raw_value`` holds the task's plain offset commits (outside
 transactions) that the commit summary can pick -- :func:`offsetscope.history.commits.
 candidate_rows` over the task's commits, their :data:`_COMMIT_COLUMNS` as decoded -- packed as
-one zstd-compressed Arrow IPC stream (:func:`unpack_candidates`). The picks are made where the
+one zstd-compressed Arrow IPC stream, its text columns dictionary-encoded (:func:`unpack_candidates`
+decodes them). The picks are made where the
 commits already are, in the decode's own Python pass, so the summary needs no second pass over
 the batch's commits, and the pipeline reads them as an observed metric of the append that
 writes the commits (:mod:`offsetscope.pipelines.frames`, ``PlainPass``): a task's candidates
@@ -37,7 +38,14 @@ not all of its commits::
     source batch -> decoded batch -> (yielded)
                         plain commits -> pending ──(pending >= max(REDUCE_ROWS, 2 kept))──>
                                          kept = candidate_rows(kept + pending)
-    end of task: kept -> Arrow IPC (zstd) -> one row, kind = commit_candidate -> (yielded)
+    end of task: kept -> text columns as dictionaries -> Arrow IPC (zstd)
+                 -> one row, kind = commit_candidate -> (yielded)
+
+The dictionaries are for the bytes the driver receives: a text column's offsets buffer (one
+ascending int32 per row) is most of what zstd leaves of the usual candidates, whose texts are
+a few topic and group names repeated row after row; the packed value is several times smaller
+dictionary-encoded, and it reaches the driver through Spark's observed metrics and py4j, which
+convert a binary value byte by byte in Python.
 
 The silver projections (:func:`silver_frame`) read their column lists and expressions from the
 table catalogue (:mod:`offsetscope.spark.tables`).
@@ -300,10 +308,14 @@ class _Candidates:
         self._reduce()
         if self._kept is None:
             return
+        packed = pa.table(
+            [_dictionaries(c.combine_chunks()) for c in self._kept.columns],
+            names=self._kept.column_names,
+        )
         sink = pa.BufferOutputStream()
         options = pa.ipc.IpcWriteOptions(compression="zstd")
-        with pa.ipc.new_stream(sink, _COMMIT_COLUMNS, options=options) as stream:
-            stream.write_table(self._kept)
+        with pa.ipc.new_stream(sink, packed.schema, options=options) as stream:
+            stream.write_table(packed)
         columns = []
         for f in DECODE_OUTPUT_SCHEMA:
             if f.name == "kind":
@@ -330,8 +342,24 @@ class _Candidates:
 def unpack_candidates(packed: Iterable[bytes]) -> pa.Table:
     """The commit candidates of the :data:`CANDIDATE` rows' ``raw_value`` s, as one table of
     :data:`_COMMIT_COLUMNS` (decoded plain commits; empty without any)."""
-    parts = [pa.ipc.open_stream(p).read_all() for p in packed]
+    parts = [pa.ipc.open_stream(p).read_all().cast(_COMMIT_COLUMNS) for p in packed]
     return pa.concat_tables(parts) if parts else _COMMIT_COLUMNS.empty_table()
+
+
+def _dictionaries(column: pa.Array) -> pa.Array:
+    """``column`` with its text values, nested in structs too, dictionary-encoded (the packed
+    candidates' form, module docstring); :func:`unpack_candidates` casts them back."""
+    kind = column.type
+    if pa.types.is_string(kind):
+        encoded: pa.Array = pc.dictionary_encode(column)
+        return encoded
+    if pa.types.is_struct(kind):
+        assert isinstance(column, pa.StructArray)
+        children = [_dictionaries(column.field(i)) for i in range(kind.num_fields)]
+        fields = [kind.field(i).with_type(c.type) for i, c in enumerate(children)]
+        mask = column.is_null() if column.null_count else None
+        return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+    return column
 
 
 def _pick_columns(decoded: pa.Table) -> pa.Table:
