@@ -22,9 +22,9 @@ its plain offset commits): after a task's last decoded row comes one more row, o
 :data:`CANDIDATE`, whose ``raw_value`` holds the task's plain offset commits (outside
 transactions) that the commit summary can pick -- :func:`offsetscope.history.commits.
 candidate_rows` over the task's commits, their :data:`_COMMIT_COLUMNS` as decoded -- packed as
-one zstd-compressed Arrow IPC stream, its text columns dictionary-encoded (:func:`unpack_candidates`
-decodes them). The picks are made where the
-commits already are, in the decode's own Python pass, so the summary needs no second pass over
+one zstd-compressed Arrow IPC stream, its text columns dictionary-encoded
+(:func:`unpack_candidates` decodes them). The picks are made where the commits already are, in
+the decode's own Python pass, so the summary needs no second pass over
 the batch's commits, and the pipeline reads them as an observed metric of the append that
 writes the commits (:mod:`offsetscope.pipelines.frames`, ``PlainPass``): a task's candidates
 are one value however many, where as rows they would be carried and converted one by one.
