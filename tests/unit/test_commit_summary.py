@@ -235,3 +235,47 @@ def test_candidates_are_picked_from_the_pick_columns_alone(seed: int) -> None:
     coordinates = lambda t: sorted(zip(*(t[c].to_pylist() for c in record), strict=True))  # noqa: E731
     assert coordinates(narrow) == coordinates(whole)
     assert len(set(coordinates(table(rows)))) == len(rows)  # a record names one row
+
+
+@pytest.mark.parametrize("seed", range(15))
+def test_ties_across_record_partitions_and_offsets_far_apart(seed: int) -> None:
+    """Record offsets repeated in several ``__consumer_offsets`` partitions (the record
+    partition breaks the tie, so no pick depends on the order rows arrive in) and offsets and
+    times far apart: the candidates are exactly the rows the row-by-row reading picks, record
+    partition and all, and they summarize as the whole."""
+    rnd = random.Random(seed)
+    groups = [f"g{i}" for i in range(rnd.randint(1, 6))]
+    far = rnd.choice([0, 2**40, 2**61])
+    by_coordinates = {}
+    for _ in range(rnd.randint(1, 120)):
+        r = commit(
+            rnd.choice(groups),
+            "orders",
+            rnd.randint(0, 2),
+            rnd.choice([rnd.randint(0, 30), far + rnd.randint(0, 30)]),
+            record_partition=rnd.randint(0, 3),
+            effective_at=rnd.choice([rnd.randint(0, 5), far + rnd.randint(0, 5)]),
+            is_tombstone=rnd.random() < 0.1,
+        )
+        by_coordinates[(r["record_partition"], r["record_offset"])] = r
+    rows = list(by_coordinates.values())
+    rnd.shuffle(rows)
+    tombstones = {g: rnd.randint(0, 30) for g in groups if rnd.random() < 0.5}
+
+    kept = candidates(table(rows), tombstones)
+
+    first = lambda r: (r["record_offset"], r["record_partition"])  # noqa: E731
+    newest = lambda r: (r["effective_at"], *first(r))  # noqa: E731
+    want = []
+    for g in groups:
+        live = [r for r in rows if r["group_id"] == g and not r["is_tombstone"]]
+        after = [r for r in live if g in tombstones and r["record_offset"] > tombstones[g]]
+        want += [min(live, key=first), max(live, key=newest)] if live else []
+        want += [min(after, key=first)] if after else []
+    for key in {(r["group_id"], r["topic"], r["partition"]) for r in rows}:
+        want.append(
+            max((r for r in rows if (r["group_id"], r["topic"], r["partition"]) == key), key=newest)
+        )
+    got = zip(kept["record_partition"].to_pylist(), kept["record_offset"].to_pylist(), strict=True)
+    assert sorted(got) == sorted({(r["record_partition"], r["record_offset"]) for r in want})
+    assert summarize(kept, tombstones) == summarize(table(rows), tombstones)
