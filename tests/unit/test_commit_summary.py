@@ -60,37 +60,46 @@ def flat(positions: Positions) -> set[tuple[str, int, Position]]:
     return {(t, p, position) for (t, p), columns in positions.items() for position in columns}
 
 
-def reference(
-    rows: list[dict[str, Any]], tombstones: dict[str, int]
-) -> tuple[dict[str, list[int]], set[tuple[str, int, Position]]]:
-    """What summarize promises, one row at a time (record offsets of the chosen rows)."""
-    chosen: dict[str, set[int]] = {}
-    newest = lambda r: (r["effective_at"], r["record_offset"])  # noqa: E731
+Row = dict[str, Any]
+
+
+def picked(rows: list[Row], tombstones: dict[str, int]) -> tuple[dict[str, list[Row]], list[Row]]:
+    """The rows the picks promise to choose, one row at a time: per group its first live
+    commit, its latest, its first after its deletion and its first per topic id; per group,
+    topic and partition its latest record. Ties go by record offset, then record partition."""
+    first = lambda r: (r["record_offset"], r["record_partition"])  # noqa: E731
+    newest = lambda r: (r["effective_at"], *first(r))  # noqa: E731
+    chosen: dict[str, list[Row]] = {}
     for g in {r["group_id"] for r in rows}:
         live = [r for r in rows if r["group_id"] == g and not r["is_tombstone"]]
         if not live:
             continue
-        picks = {min(r["record_offset"] for r in live), max(live, key=newest)["record_offset"]}
-        if g in tombstones:
-            after = [r["record_offset"] for r in live if r["record_offset"] > tombstones[g]]
-            if after:
-                picks.add(min(after))
+        after = [r for r in live if g in tombstones and r["record_offset"] > tombstones[g]]
+        chosen[g] = [min(live, key=first), max(live, key=newest)]
+        chosen[g] += [min(after, key=first)] if after else []
         for tid in {r["topic_id"] for r in live if r["topic_id"] is not None}:
-            picks.add(min(r["record_offset"] for r in live if r["topic_id"] == tid))
-        chosen[g] = picks
-    positions = set()
-    for key in {(r["group_id"], r["topic"], r["partition"]) for r in rows}:
-        last = max(
-            (r for r in rows if (r["group_id"], r["topic"], r["partition"]) == key), key=newest
+            chosen[g].append(min((r for r in live if r["topic_id"] == tid), key=first))
+    latest = [
+        max((r for r in rows if (r["group_id"], r["topic"], r["partition"]) == key), key=newest)
+        for key in {(r["group_id"], r["topic"], r["partition"]) for r in rows}
+    ]
+    return chosen, latest
+
+
+def reference(
+    rows: list[Row], tombstones: dict[str, int]
+) -> tuple[dict[str, list[int]], set[tuple[str, int, Position]]]:
+    """What summarize promises (record offsets of the chosen rows, and the positions)."""
+    chosen, latest = picked(rows, tombstones)
+    positions = {
+        (
+            r["topic"],
+            r["partition"],
+            Position(r["group_id"], r["offset"], r["effective_at"], r["record_offset"]),
         )
-        positions.add(
-            (
-                key[1],
-                key[2],
-                Position(key[0], last["offset"], last["effective_at"], last["record_offset"]),
-            )
-        )
-    return {g: sorted(v) for g, v in chosen.items()}, positions
+        for r in latest
+    }
+    return {g: sorted({r["record_offset"] for r in v}) for g, v in chosen.items()}, positions
 
 
 def test_picks_first_latest_after_deletion_and_per_topic_id() -> None:
@@ -264,18 +273,8 @@ def test_ties_across_record_partitions_and_offsets_far_apart(seed: int) -> None:
 
     kept = candidates(table(rows), tombstones)
 
-    first = lambda r: (r["record_offset"], r["record_partition"])  # noqa: E731
-    newest = lambda r: (r["effective_at"], *first(r))  # noqa: E731
-    want = []
-    for g in groups:
-        live = [r for r in rows if r["group_id"] == g and not r["is_tombstone"]]
-        after = [r for r in live if g in tombstones and r["record_offset"] > tombstones[g]]
-        want += [min(live, key=first), max(live, key=newest)] if live else []
-        want += [min(after, key=first)] if after else []
-    for key in {(r["group_id"], r["topic"], r["partition"]) for r in rows}:
-        want.append(
-            max((r for r in rows if (r["group_id"], r["topic"], r["partition"]) == key), key=newest)
-        )
+    chosen, latest = picked(rows, tombstones)
+    want = [r for rs in chosen.values() for r in rs] + latest
     got = zip(kept["record_partition"].to_pylist(), kept["record_offset"].to_pylist(), strict=True)
     assert sorted(got) == sorted({(r["record_partition"], r["record_offset"]) for r in want})
     assert summarize(kept, tombstones) == summarize(table(rows), tombstones)
